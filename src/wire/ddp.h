@@ -7,7 +7,7 @@
 #include <cstdint>
 
 #include "base/bytes.h"
-#include "base/expected.h"
+#include "uwarp/expected.h"
 
 namespace uwarp::wire {
 

@@ -8,7 +8,7 @@
 #include <cstdint>
 
 #include "base/bytes.h"
-#include "base/expected.h"
+#include "uwarp/expected.h"
 
 namespace uwarp::wire {
 
@@ -23,9 +23,11 @@ constexpr std::size_t fpdu_pad_length(std::size_t ulpdu_length) {
 constexpr std::size_t fpdu_size(std::size_t ulpdu_length) {
   return kMpaLengthFieldSize + ulpdu_length + fpdu_pad_length(ulpdu_length) + kMpaCrcSize;
 }
-// The largest ULPDU whose FPDU fits in `bytes` (0 if none does).
+// The largest ULPDU whose FPDU fits in `bytes` (0 if none does), capped at 65534, the largest
+// ULPDU that needs no pad. The result never needs pad: length field + ULPDU is 4-aligned.
 constexpr std::size_t max_ulpdu_for_fpdu_size(std::size_t bytes) {
-  if (bytes < kMpaLengthFieldSize + kMpaCrcSize) return 0;
+  // The smallest FPDU (empty ULPDU) is 8 bytes; below that the subtraction below would wrap.
+  if (bytes < fpdu_size(0)) return 0;
   std::size_t ulpdu = (bytes - kMpaCrcSize) & ~std::size_t{3};  // length+ulpdu+pad, 4-aligned
   ulpdu -= kMpaLengthFieldSize;
   constexpr std::size_t kLargestAligned = kMaxUlpduLength - 1;  // 2 + 65534 is a multiple of 4

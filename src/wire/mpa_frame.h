@@ -9,7 +9,7 @@
 #include <optional>
 
 #include "base/bytes.h"
-#include "base/expected.h"
+#include "uwarp/expected.h"
 
 namespace uwarp::wire {
 

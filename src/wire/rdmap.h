@@ -7,7 +7,7 @@
 #include <string_view>
 
 #include "base/bytes.h"
-#include "base/expected.h"
+#include "uwarp/expected.h"
 #include "wire/ddp.h"
 
 namespace uwarp::wire {

@@ -1,5 +1,5 @@
 // A minimal value-or-error type (std::expected is C++23; clang 14 cannot compile libstdc++'s).
-// Used by every internal layer; never throws.
+// Shared by the public API and every internal layer; never throws.
 #pragma once
 
 #include <cassert>

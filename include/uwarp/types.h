@@ -1,0 +1,130 @@
+// The vocabulary of uwarp's verbs: access flags, scatter/gather elements, work requests, work
+// completions, queue pair states and device limits. Plain values, shared by the public API and
+// the core; the names follow the OFA verbs that they mirror.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <string_view>
+
+namespace uwarp {
+
+// Memory access rights (bit mask), as ibv_access_flags.
+namespace access {
+inline constexpr std::uint32_t kLocalWrite = 1u << 0;
+inline constexpr std::uint32_t kRemoteWrite = 1u << 1;
+inline constexpr std::uint32_t kRemoteRead = 1u << 2;
+inline constexpr std::uint32_t kRemoteAtomic = 1u << 3;
+inline constexpr std::uint32_t kMwBind = 1u << 4;
+inline constexpr std::uint32_t kAll = kLocalWrite | kRemoteWrite | kRemoteRead | kRemoteAtomic | kMwBind;
+}  // namespace access
+
+// One piece of local memory in a work request.
+struct Sge {
+  std::uint64_t addr = 0;
+  std::uint32_t length = 0;
+  std::uint32_t lkey = 0;
+};
+
+enum class WrOpcode : std::uint8_t {
+  kSend,
+  kSendWithInvalidate,  // invalidates `invalidate_rkey` at the receiver
+  kRdmaWrite,
+  kRdmaRead,
+};
+
+namespace send_flags {
+inline constexpr std::uint32_t kSignaled = 1u << 0;   // produce a completion on success
+inline constexpr std::uint32_t kSolicited = 1u << 1;  // Send with Solicited Event
+inline constexpr std::uint32_t kInline = 1u << 2;     // copy the data at post time
+inline constexpr std::uint32_t kFence = 1u << 3;      // wait for prior RDMA Reads to complete
+}  // namespace send_flags
+
+struct SendWr {
+  std::uint64_t wr_id = 0;
+  WrOpcode opcode = WrOpcode::kSend;
+  std::span<const Sge> sg_list;
+  std::uint32_t flags = send_flags::kSignaled;
+  std::uint64_t remote_addr = 0;  // RDMA Write / Read: the remote tagged offset
+  std::uint32_t rkey = 0;         // RDMA Write / Read: the remote STag
+  std::uint32_t invalidate_rkey = 0;
+};
+
+struct RecvWr {
+  std::uint64_t wr_id = 0;
+  std::span<const Sge> sg_list;
+};
+
+enum class WcStatus : std::uint8_t {
+  kSuccess,
+  kLocalLengthError,       // the message does not fit the receive buffer
+  kLocalQpOperationError,  // internal QP consistency error
+  kLocalProtectionError,   // bad lkey, out of bounds, or missing local access right
+  kWrFlushError,           // the QP went to the error state before this WR completed
+  kRemoteInvalidRequestError,  // the peer refused the request (Terminate: operation, opcode)
+  kRemoteAccessError,          // the peer refused the access (Terminate: protection, bounds)
+  kRemoteOperationError,       // the peer failed the operation (other Terminates)
+  kFatalError,                 // the connection failed (reset, CRC error, protocol error)
+};
+std::string_view to_string(WcStatus s);
+
+enum class WcOpcode : std::uint8_t { kSend, kRdmaWrite, kRdmaRead, kRecv };
+
+namespace wc_flags {
+inline constexpr std::uint32_t kWithInvalidate = 1u << 0;  // recv: invalidated_rkey is valid
+inline constexpr std::uint32_t kSolicited = 1u << 1;       // recv: the Send asked for an event
+}  // namespace wc_flags
+
+struct WorkCompletion {
+  std::uint64_t wr_id = 0;
+  WcStatus status = WcStatus::kSuccess;
+  WcOpcode opcode = WcOpcode::kSend;
+  std::uint32_t byte_len = 0;  // recv: bytes received; read: bytes read
+  std::uint32_t qp_num = 0;
+  std::uint32_t flags = 0;
+  std::uint32_t invalidated_rkey = 0;
+  std::uint32_t vendor_err = 0;  // the peer's raw Terminate control word, when one was received
+};
+
+enum class QpState : std::uint8_t { kReset, kInit, kRtr, kRts, kSqd, kSqe, kError };
+std::string_view to_string(QpState s);
+
+struct QpCaps {
+  std::uint32_t max_send_wr = 256;
+  std::uint32_t max_recv_wr = 256;
+  std::uint32_t max_send_sge = 8;
+  std::uint32_t max_recv_sge = 8;
+  std::uint32_t max_inline_data = 256;
+};
+
+struct DeviceLimits {
+  std::uint32_t max_qp = 16384;
+  std::uint32_t max_qp_wr = 32768;
+  std::uint32_t max_sge = 16;
+  std::uint32_t max_sge_rd = 16;  // RDMA Read sink SGEs (siw: 1)
+  std::uint32_t max_cq = 32768;
+  std::uint32_t max_cqe = 1u << 20;
+  std::uint32_t max_mr = 1u << 20;
+  std::uint64_t max_mr_size = ~std::uint64_t{0};
+  std::uint32_t max_pd = 1u << 20;
+  std::uint32_t max_qp_rd_atom = 128;      // IRD (siw: 128)
+  std::uint32_t max_qp_init_rd_atom = 128;  // ORD
+  std::uint32_t max_srq = 16384;
+  std::uint32_t max_srq_wr = 32768;
+  std::uint32_t max_srq_sge = 16;
+  std::uint32_t max_inline_data = 1024;  // siw: 80
+  std::uint32_t max_msg_size = 0x80000000u;
+  std::uint32_t max_private_data = 508;  // 512 less the RFC 6581 IRD/ORD words
+};
+
+enum class AsyncEventType : std::uint8_t {
+  kQpFatal,          // the QP went to the error state (Terminate sent or received, connection lost)
+  kQpAccessError,    // a remote access violation ended the QP
+  kQpLastWqeReached, // SRQ-attached QP in error: no more receive completions
+  kCqError,          // completion queue overflow
+  kSrqLimitReached,
+};
+std::string_view to_string(AsyncEventType t);
+
+}  // namespace uwarp

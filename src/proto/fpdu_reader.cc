@@ -1,0 +1,172 @@
+#include "proto/fpdu_reader.h"
+
+#include <algorithm>
+#include <cstring>
+
+namespace uwarp::proto {
+namespace {
+constexpr std::size_t kPrefix = wire::kMpaLengthFieldSize + wire::kDdpControlSize;
+}
+
+void FpduReader::fail(const wire::TerminateCode& code) {
+  RxFailure f;
+  f.code = code;
+  if (header_complete_) {
+    f.have_header = true;
+    f.ulpdu_length = static_cast<std::uint16_t>(ulpdu_length_);
+    f.header_size = header_size_;
+    std::memcpy(f.header.data(), header_.data() + wire::kMpaLengthFieldSize, header_size_);
+    if (state_ == State::kTrailer && placement_.kind == Placement::Kind::kBuffered &&
+        buffered_size_ >= wire::kReadRequestSize &&
+        !(header_[2] & wire::kDdpFlagTagged) &&
+        (header_[3] & wire::kRdmapOpcodeMask) == static_cast<std::uint8_t>(wire::RdmapOpcode::kReadRequest)) {
+      f.have_rdmap_header = true;
+      std::memcpy(f.rdmap_header.data(), buffered_.data(), wire::kReadRequestSize);
+    }
+  }
+  failure_ = f;
+}
+
+std::size_t FpduReader::feed(ConstByteSpan input) {
+  std::size_t used = 0;
+  while (used < input.size() && !failed()) {
+    const std::size_t avail = input.size() - used;
+    switch (state_) {
+      case State::kHeader: {
+        const std::size_t n = std::min(avail, need_ - have_);
+        std::memcpy(header_.data() + have_, input.data() + used, n);
+        have_ += n;
+        used += n;
+        if (have_ == need_) on_header_complete();
+        break;
+      }
+      case State::kPayload: {
+        const ByteSpan target = direct_target();
+        const std::size_t n = std::min(avail, target.size());
+        std::memcpy(target.data(), input.data() + used, n);
+        used += n;
+        on_payload_bytes(n);
+        break;
+      }
+      case State::kTrailer: {
+        const std::size_t n = std::min(avail, need_ - have_);
+        std::memcpy(trailer_.data() + have_, input.data() + used, n);
+        have_ += n;
+        used += n;
+        if (have_ == need_) on_trailer_complete();
+        break;
+      }
+    }
+  }
+  return used;
+}
+
+void FpduReader::on_header_complete() {
+  if (have_ == kPrefix) {
+    // Length field and DDP control byte known: the header size follows.
+    ulpdu_length_ = load_be16(header_.data());
+    header_size_ = wire::ddp_header_size(header_[2]);
+    if (ulpdu_length_ < header_size_) {
+      // The ULPDU cannot even hold its DDP header: the stream can no longer be delimited.
+      header_size_ = 0;
+      fail(wire::term::kLlpBadFpdu);
+      return;
+    }
+    need_ = wire::kMpaLengthFieldSize + header_size_;
+    return;
+  }
+  header_complete_ = true;
+  if (crc_enabled_) {
+    crc_.reset();
+    crc_.update(ConstByteSpan(header_.data(), have_));
+  }
+  auto header = wire::decode_ddp_header(ConstByteSpan(header_.data() + 2, header_size_));
+  payload_left_ = ulpdu_length_ - header_size_;
+  placement_ = sink_.on_segment_header(*header, payload_left_);
+  scatter_index_ = 0;
+  scatter_offset_ = 0;
+  buffered_size_ = 0;
+  switch (placement_.kind) {
+    case Placement::Kind::kReject:
+      fail(placement_.error);
+      return;
+    case Placement::Kind::kBuffered:
+      if (payload_left_ > buffered_.size()) {
+        fail(wire::term::kDdpUntaggedTooLong);
+        return;
+      }
+      break;
+    case Placement::Kind::kScatter:
+      begin_next_scatter();
+      break;
+  }
+  state_ = State::kPayload;
+  if (payload_left_ == 0) on_payload_bytes(0);
+}
+
+void FpduReader::begin_next_scatter() {
+  while (scatter_index_ < placement_.scatter.size() &&
+         scatter_offset_ == placement_.scatter[scatter_index_].size()) {
+    ++scatter_index_;
+    scatter_offset_ = 0;
+  }
+}
+
+ByteSpan FpduReader::direct_target() const {
+  if (state_ != State::kPayload || failed() || payload_left_ == 0) return {};
+  if (placement_.kind == Placement::Kind::kBuffered) {
+    return ByteSpan(const_cast<std::uint8_t*>(buffered_.data()) + buffered_size_, payload_left_);
+  }
+  if (scatter_index_ >= placement_.scatter.size()) return {};
+  const ByteSpan s = placement_.scatter[scatter_index_];
+  return s.subspan(scatter_offset_, std::min(s.size() - scatter_offset_, payload_left_));
+}
+
+void FpduReader::commit_direct(std::size_t n) { on_payload_bytes(n); }
+
+void FpduReader::on_payload_bytes(std::size_t n) {
+  if (n > 0) {
+    const ByteSpan target = direct_target();
+    if (crc_enabled_) crc_.update(target.first(n));
+    payload_left_ -= n;
+    if (placement_.kind == Placement::Kind::kBuffered) {
+      buffered_size_ += n;
+    } else {
+      scatter_offset_ += n;
+      begin_next_scatter();
+    }
+  }
+  if (payload_left_ == 0) {
+    state_ = State::kTrailer;
+    have_ = 0;
+    need_ = wire::fpdu_pad_length(ulpdu_length_) + wire::kMpaCrcSize;
+  } else if (placement_.kind == Placement::Kind::kScatter && scatter_index_ >= placement_.scatter.size()) {
+    // The sink promised a scatter list as long as the payload; anything else is its bug.
+    fail(wire::term::kLlpLocalCatastrophic);
+  }
+}
+
+void FpduReader::on_trailer_complete() {
+  const std::size_t pad = need_ - wire::kMpaCrcSize;
+  if (crc_enabled_) {
+    crc_.update(ConstByteSpan(trailer_.data(), pad));
+    if (crc_.value() != wire::load_crc_trailer(trailer_.data() + pad)) {
+      fail(wire::term::kLlpBadCrc);
+      return;
+    }
+  }
+  const ConstByteSpan buffered =
+      placement_.kind == Placement::Kind::kBuffered ? ConstByteSpan(buffered_.data(), buffered_size_)
+                                                    : ConstByteSpan{};
+  if (auto err = sink_.on_segment_end(buffered)) {
+    fail(*err);
+    return;
+  }
+  state_ = State::kHeader;
+  have_ = 0;
+  need_ = kPrefix;
+  header_size_ = 0;
+  header_complete_ = false;
+}
+
+}  // namespace uwarp::proto

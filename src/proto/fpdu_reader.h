@@ -1,0 +1,124 @@
+// Receive side of MPA framing over a TCP byte stream (RFC 5044 section 4, with the DDP segment
+// header of RFC 5041 section 4): a resumable state machine that takes the stream in pieces of any
+// size (partial reads, several FPDUs per read, an FPDU split anywhere), parses each FPDU's
+// header, asks its sink where the payload goes, places it, and checks pad and CRC.
+//
+// States, as in Linux siw's receive path: get header, get payload, get trailer. The reader can
+// stop anywhere and continue with the next bytes. Two ways to feed it:
+//  - feed(): bytes that arrived in a bounce buffer are copied into place;
+//  - direct_target() / commit_direct(): the I/O layer receives straight into the placement
+//    target (one copy from the kernel), then reports how many bytes landed there.
+//
+// Thread: not thread-safe; one owner (the connection's progress thread).
+#pragma once
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <span>
+
+#include "base/bytes.h"
+#include "wire/crc32c.h"
+#include "wire/ddp.h"
+#include "wire/fpdu.h"
+#include "wire/rdmap.h"
+
+namespace uwarp::proto {
+
+// Where the payload of one DDP segment goes.
+struct Placement {
+  enum class Kind : std::uint8_t {
+    kScatter,   // into `scatter`, in order; the spans' total size equals the payload length
+    kBuffered,  // into the reader's own buffer (at most kMaxBufferedPayload bytes), handed to
+                // on_segment_end; for Read Requests and Terminates
+    kReject,    // protocol violation: the connection terminates with `error`
+  };
+  Kind kind = Kind::kReject;
+  std::span<const ByteSpan> scatter;  // owned by the sink; valid until on_segment_end
+  wire::TerminateCode error;
+
+  static Placement into(std::span<const ByteSpan> s) { return {Kind::kScatter, s, {}}; }
+  static Placement buffered() { return {Kind::kBuffered, {}, {}}; }
+  static Placement reject(wire::TerminateCode e) { return {Kind::kReject, {}, e}; }
+};
+
+inline constexpr std::size_t kMaxBufferedPayload = wire::kTerminateMaxSize + 64;
+
+class FpduSink {
+ public:
+  virtual ~FpduSink() = default;
+  // The ULPDU header of the next segment is complete. `payload_length` excludes the DDP header.
+  virtual Placement on_segment_header(const wire::DdpHeader& header, std::size_t payload_length) = 0;
+  // The segment's trailer arrived and its CRC (if on) matched. `buffered` holds the payload for
+  // Placement::kBuffered, else is empty. Returns a Terminate code to end the connection.
+  virtual std::optional<wire::TerminateCode> on_segment_end(ConstByteSpan buffered) = 0;
+};
+
+// Why reception stopped for good; the copied header feeds the Terminate message.
+struct RxFailure {
+  wire::TerminateCode code;
+  bool have_header = false;
+  std::uint16_t ulpdu_length = 0;
+  std::array<std::uint8_t, wire::kMaxDdpHeaderSize> header{};  // the terminated DDP header
+  std::size_t header_size = 0;
+  std::array<std::uint8_t, wire::kReadRequestSize> rdmap_header{};  // a terminated Read Request
+  bool have_rdmap_header = false;
+};
+
+class FpduReader {
+ public:
+  FpduReader(FpduSink& sink, bool crc_enabled) : sink_(sink), crc_enabled_(crc_enabled) {}
+
+  // Consumes as much of `input` as possible; returns the bytes consumed. Stops early only when
+  // failed() becomes true.
+  std::size_t feed(ConstByteSpan input);
+
+  // A span that the next payload bytes may be received into directly, or empty when the reader
+  // needs header or trailer bytes (receive those into a bounce buffer and feed() them).
+  ByteSpan direct_target() const;
+  // `n` bytes (at most direct_target().size()) were written into direct_target().
+  void commit_direct(std::size_t n);
+
+  bool failed() const { return failure_.has_value(); }
+  const std::optional<RxFailure>& failure() const { return failure_; }
+  // True between FPDUs (no partial FPDU pending).
+  bool at_boundary() const { return state_ == State::kHeader && have_ == 0; }
+  void set_crc_enabled(bool on) { crc_enabled_ = on; }
+
+ private:
+  enum class State : std::uint8_t { kHeader, kPayload, kTrailer };
+
+  void fail(const wire::TerminateCode& code);
+  void on_header_complete();
+  void on_payload_bytes(std::size_t n);
+  void on_trailer_complete();
+  void begin_next_scatter();
+
+  FpduSink& sink_;
+  bool crc_enabled_;
+  State state_ = State::kHeader;
+  std::optional<RxFailure> failure_;
+
+  // Header: MPA length field followed by the DDP header.
+  std::array<std::uint8_t, wire::kMpaLengthFieldSize + wire::kMaxDdpHeaderSize> header_{};
+  std::size_t need_ = wire::kMpaLengthFieldSize + wire::kDdpControlSize;  // bytes wanted in this state
+  std::size_t have_ = 0;
+  std::size_t ulpdu_length_ = 0;
+  std::size_t header_size_ = 0;  // DDP header size of the current segment
+  bool header_complete_ = false;  // header_ holds the whole header of the current segment
+
+  // Payload.
+  Placement placement_;
+  std::size_t payload_left_ = 0;
+  std::size_t scatter_index_ = 0;
+  std::size_t scatter_offset_ = 0;
+  std::array<std::uint8_t, kMaxBufferedPayload> buffered_{};
+  std::size_t buffered_size_ = 0;
+
+  // Trailer: pad + CRC.
+  std::array<std::uint8_t, 3 + wire::kMpaCrcSize> trailer_{};
+  wire::Crc32c crc_;
+};
+
+}  // namespace uwarp::proto

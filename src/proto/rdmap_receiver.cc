@@ -1,0 +1,165 @@
+#include "proto/rdmap_receiver.h"
+
+namespace uwarp::proto {
+
+using wire::RdmapOpcode;
+namespace term = wire::term;
+
+Placement RdmapReceiver::from(const ScatterResult& r) {
+  if (!r) return Placement::reject(r.error());
+  return Placement::into(*r);
+}
+
+Placement RdmapReceiver::on_segment_header(const wire::DdpHeader& h, std::size_t payload_length) {
+  header_ = h;
+  payload_length_ = payload_length;
+  segment_ = Segment::kIgnore;
+  if (terminated_) return Placement::into({});  // drain quietly after a Terminate
+
+  if (h.ddp_version != wire::kDdpVersion) {
+    return Placement::reject(h.tagged ? term::kDdpTaggedBadVersion : term::kDdpUntaggedBadVersion);
+  }
+  if (h.rdmap_version != wire::kRdmapVersion) return Placement::reject(term::kRdmapBadVersion);
+  if (!h.tagged && h.queue > wire::kQueueTerminate) return Placement::reject(term::kDdpUntaggedInvalidQn);
+
+  if (expected_rtr_ != RtrType::kNone) return on_rtr_header(h, payload_length);
+
+  const auto op = static_cast<RdmapOpcode>(h.opcode);
+  if (h.tagged) {
+    if (op == RdmapOpcode::kRdmaWrite) {
+      segment_ = Segment::kWrite;
+      if (payload_length == 0) return Placement::into({});  // zero-length: touches no memory
+      return from(delegate_.resolve_write(h.stag, h.tagged_offset, payload_length));
+    }
+    if (op == RdmapOpcode::kReadResponse) {
+      segment_ = Segment::kReadResponse;
+      return from(delegate_.resolve_read_response(h.stag, h.tagged_offset, payload_length));
+    }
+    return Placement::reject(term::kRdmapUnexpectedOpcode);
+  }
+  switch (h.queue) {
+    case wire::kQueueSend:
+      if (!wire::is_send_opcode(op)) return Placement::reject(term::kRdmapUnexpectedOpcode);
+      return on_send_header(h, payload_length);
+    case wire::kQueueReadRequest:
+      if (op != RdmapOpcode::kReadRequest) return Placement::reject(term::kRdmapUnexpectedOpcode);
+      segment_ = Segment::kReadRequest;
+      return on_queue_message_header(h, payload_length, wire::kQueueReadRequest, wire::kReadRequestSize);
+    default:  // kQueueTerminate
+      if (op != RdmapOpcode::kTerminate) return Placement::reject(term::kRdmapUnexpectedOpcode);
+      segment_ = Segment::kTerminate;
+      return on_queue_message_header(h, payload_length, wire::kQueueTerminate, 0);
+  }
+}
+
+Placement RdmapReceiver::on_rtr_header(const wire::DdpHeader& h, std::size_t payload_length) {
+  const auto op = static_cast<RdmapOpcode>(h.opcode);
+  bool match = payload_length == 0 && h.last && h.message_offset == 0;
+  switch (expected_rtr_) {
+    case RtrType::kWrite:
+      match = match && h.tagged && op == RdmapOpcode::kRdmaWrite;
+      break;
+    case RtrType::kSend:
+      match = match && !h.tagged && op == RdmapOpcode::kSend && h.queue == wire::kQueueSend &&
+              h.msn == expected_msn_[wire::kQueueSend];
+      break;
+    case RtrType::kRead:
+      // A Read Request whose body says "zero bytes"; it is answered like any other Read.
+      if (!h.tagged && op == RdmapOpcode::kReadRequest && h.queue == wire::kQueueReadRequest) {
+        expected_rtr_ = RtrType::kNone;
+        delegate_.rtr_received();
+        segment_ = Segment::kReadRequest;
+        return on_queue_message_header(h, payload_length, wire::kQueueReadRequest, wire::kReadRequestSize);
+      }
+      match = false;
+      break;
+    case RtrType::kNone:
+      break;
+  }
+  if (!match) return Placement::reject(term::kLlpNoMatchingRtr);
+  segment_ = Segment::kRtr;
+  return Placement::into({});
+}
+
+Placement RdmapReceiver::on_send_header(const wire::DdpHeader& h, std::size_t payload_length) {
+  const std::uint32_t expected = expected_msn_[wire::kQueueSend];
+  if (h.msn != expected) return Placement::reject(term::kDdpUntaggedInvalidMsn);
+  const bool first = !send_in_progress_;
+  if (h.message_offset != (first ? 0u : send_placed_)) return Placement::reject(term::kDdpUntaggedInvalidMo);
+  segment_ = Segment::kSend;
+  auto r = delegate_.resolve_receive(h.msn, h.message_offset, payload_length, first);
+  if (!r) return Placement::reject(r.error());
+  send_in_progress_ = true;
+  return Placement::into(*r);
+}
+
+Placement RdmapReceiver::on_queue_message_header(const wire::DdpHeader& h, std::size_t payload_length,
+                                                 std::uint32_t queue, std::size_t exact_length) {
+  if (h.msn != expected_msn_[queue]) return Placement::reject(term::kDdpUntaggedInvalidMsn);
+  if (h.message_offset != 0) return Placement::reject(term::kDdpUntaggedInvalidMo);
+  // Both messages are short and must come whole, in one segment.
+  if (!h.last) return Placement::reject(term::kDdpUntaggedTooLong);
+  if (exact_length != 0 && payload_length != exact_length) {
+    return Placement::reject(payload_length > exact_length ? term::kDdpUntaggedTooLong
+                                                           : term::kRdmapUnspecified);
+  }
+  if (payload_length > kMaxBufferedPayload) return Placement::reject(term::kDdpUntaggedTooLong);
+  return Placement::buffered();
+}
+
+std::optional<wire::TerminateCode> RdmapReceiver::on_segment_end(ConstByteSpan buffered) {
+  switch (segment_) {
+    case Segment::kIgnore:
+    case Segment::kWrite:
+      return std::nullopt;
+    case Segment::kRtr:
+      expected_rtr_ = RtrType::kNone;
+      if (header_.tagged) {
+        // nothing consumed
+      } else {
+        ++expected_msn_[wire::kQueueSend];  // an RTR Send uses MSN 1 but no receive buffer
+      }
+      delegate_.rtr_received();
+      return std::nullopt;
+    case Segment::kReadResponse:
+      if (header_.last) return delegate_.read_response_complete();
+      return std::nullopt;
+    case Segment::kSend: {
+      send_placed_ += static_cast<std::uint32_t>(payload_length_);
+      if (!header_.last) return std::nullopt;
+      InboundSend s;
+      s.msn = header_.msn;
+      s.length = send_placed_;
+      s.opcode = static_cast<RdmapOpcode>(header_.opcode);
+      s.invalidate_stag = header_.ulp_reserved;
+      send_in_progress_ = false;
+      send_placed_ = 0;
+      ++expected_msn_[wire::kQueueSend];
+      return delegate_.receive_complete(s);
+    }
+    case Segment::kReadRequest: {
+      ++expected_msn_[wire::kQueueReadRequest];
+      auto rr = wire::decode_read_request(buffered);
+      if (!rr) return term::kRdmapUnspecified;  // length was checked in the header; defensive
+      if (reads_in_progress_ >= ird_) return term::kRdmapCatastrophicStream;
+      ++reads_in_progress_;
+      return delegate_.read_request(*rr);
+    }
+    case Segment::kTerminate: {
+      ++expected_msn_[wire::kQueueTerminate];
+      terminated_ = true;
+      auto t = wire::decode_terminate(buffered);
+      wire::TerminateMessage msg;
+      if (t) {
+        msg = *t;
+      } else if (buffered.size() >= 4) {
+        msg.raw_control = load_be32(buffered.data());
+      }
+      delegate_.terminate_received(msg);
+      return std::nullopt;
+    }
+  }
+  return std::nullopt;
+}
+
+}  // namespace uwarp::proto

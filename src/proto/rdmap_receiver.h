@@ -1,0 +1,95 @@
+// RDMAP/DDP receive semantics on top of FpduReader: RFC 5041 sections 5 and 7 (tagged and
+// untagged placement, QN/MSN/MO rules, DDP errors) and RFC 5040 sections 5 and 7 (message types,
+// Read Requests, Terminate reception, RDMAP errors), plus the RFC 6581 RTR message that a
+// peer-to-peer initiator sends first. Every violation maps to exactly one Terminate code here.
+//
+// Memory and queues belong to the verbs layer, which the receiver reaches through RxDelegate.
+// Thread: not thread-safe; one owner.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+
+#include "uwarp/expected.h"
+#include "proto/fpdu_reader.h"
+#include "proto/rtr.h"
+#include "wire/rdmap.h"
+
+namespace uwarp::proto {
+
+using Scatter = std::span<const ByteSpan>;
+using ScatterResult = Expected<Scatter, wire::TerminateCode>;
+
+// A completed inbound Send, for the receive completion.
+struct InboundSend {
+  std::uint32_t msn = 0;
+  std::uint32_t length = 0;
+  wire::RdmapOpcode opcode = wire::RdmapOpcode::kSend;
+  std::uint32_t invalidate_stag = 0;  // valid for the "with Invalidate" opcodes
+};
+
+class RxDelegate {
+ public:
+  virtual ~RxDelegate() = default;
+  // Tagged RDMA Write of [to, to + length) in `stag`: where it goes, or the DDP tagged-buffer
+  // error of the Terminate table.
+  virtual ScatterResult resolve_write(std::uint32_t stag, std::uint64_t to, std::size_t length) = 0;
+  // Tagged Read Response segment for the oldest outstanding RDMA Read.
+  virtual ScatterResult resolve_read_response(std::uint32_t stag, std::uint64_t to, std::size_t length) = 0;
+  // The last segment of a Read Response was placed: the oldest outstanding Read is complete.
+  virtual std::optional<wire::TerminateCode> read_response_complete() = 0;
+  // An untagged Send segment at message offset `mo` of message `msn`: where it goes in the
+  // receive buffer that message consumes (the first segment of a message claims one).
+  virtual ScatterResult resolve_receive(std::uint32_t msn, std::uint32_t mo, std::size_t length,
+                                        bool first_segment) = 0;
+  virtual std::optional<wire::TerminateCode> receive_complete(const InboundSend& send) = 0;
+  // A valid Read Request within IRD: validate the source and queue the Read Response.
+  virtual std::optional<wire::TerminateCode> read_request(const wire::ReadRequest& request) = 0;
+  // The peer sent a Terminate. Reception ends after this call.
+  virtual void terminate_received(const wire::TerminateMessage& message) = 0;
+  // The RTR the receiver was told to expect has arrived (RFC 6581).
+  virtual void rtr_received() = 0;
+};
+
+class RdmapReceiver final : public FpduSink {
+ public:
+  RdmapReceiver(RxDelegate& delegate, std::uint32_t ird) : delegate_(delegate), ird_(ird) {}
+
+  // RFC 6581: the first message must be this zero-length RTR (kNone: no RTR expected).
+  void expect_rtr(RtrType type) { expected_rtr_ = type; }
+  // A Read Response for one received Read Request was completely sent: frees one IRD slot.
+  void read_response_sent() {
+    if (reads_in_progress_ > 0) --reads_in_progress_;
+  }
+  bool terminated() const { return terminated_; }
+
+  Placement on_segment_header(const wire::DdpHeader& header, std::size_t payload_length) override;
+  std::optional<wire::TerminateCode> on_segment_end(ConstByteSpan buffered) override;
+
+ private:
+  Placement on_rtr_header(const wire::DdpHeader& h, std::size_t payload_length);
+  Placement on_send_header(const wire::DdpHeader& h, std::size_t payload_length);
+  Placement on_queue_message_header(const wire::DdpHeader& h, std::size_t payload_length,
+                                    std::uint32_t queue, std::size_t exact_length);
+  Placement from(const ScatterResult& r);
+
+  RxDelegate& delegate_;
+  std::uint32_t ird_;
+  std::uint32_t reads_in_progress_ = 0;
+  RtrType expected_rtr_ = RtrType::kNone;
+  bool terminated_ = false;
+
+  // Per untagged queue: next expected MSN (RFC 5041 section 5.3: starts at 1).
+  std::uint32_t expected_msn_[3] = {1, 1, 1};
+  // Send queue: the message in progress and bytes already placed.
+  bool send_in_progress_ = false;
+  std::uint32_t send_placed_ = 0;
+
+  // What the segment being received is, for on_segment_end.
+  enum class Segment : std::uint8_t { kIgnore, kWrite, kReadResponse, kSend, kReadRequest, kTerminate, kRtr };
+  Segment segment_ = Segment::kIgnore;
+  wire::DdpHeader header_;
+  std::size_t payload_length_ = 0;
+};
+
+}  // namespace uwarp::proto

@@ -1,0 +1,129 @@
+#include "proto/tx_batch.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "wire/crc32c.h"
+
+namespace uwarp::proto {
+
+void TxBatch::add_fpdu(const wire::DdpHeader& header, std::span<const ConstByteSpan> payload,
+                       std::size_t payload_length, bool with_crc) {
+  const std::size_t ulpdu = header.size() + payload_length;
+  auto& h = headers_[fpdus_];
+  auto& t = trailers_[fpdus_];
+  ++fpdus_;
+  store_be16(h.data(), static_cast<std::uint16_t>(ulpdu));
+  wire::encode_ddp_header(header, ByteSpan(h.data() + wire::kMpaLengthFieldSize, header.size()));
+  const std::size_t hdr_len = wire::kMpaLengthFieldSize + header.size();
+  const std::size_t pad = wire::fpdu_pad_length(ulpdu);
+  std::memset(t.data(), 0, pad);
+  std::uint32_t crc = 0;
+  if (with_crc) {
+    wire::Crc32c c;
+    c.update(ConstByteSpan(h.data(), hdr_len));
+    for (const auto& p : payload) c.update(p);
+    c.update(ConstByteSpan(t.data(), pad));
+    crc = c.value();
+  }
+  wire::store_crc_trailer(t.data() + pad, crc);
+
+  iov_[iov_count_++] = iovec{h.data(), hdr_len};
+  for (const auto& p : payload) {
+    if (!p.empty()) iov_[iov_count_++] = iovec{const_cast<std::uint8_t*>(p.data()), p.size()};
+  }
+  iov_[iov_count_++] = iovec{t.data(), pad + wire::kMpaCrcSize};
+  queued_bytes_ += hdr_len + payload_length + pad + wire::kMpaCrcSize;
+}
+
+void TxBatch::mark_message_end(std::uint64_t cookie) { mark_[marks_++] = Mark{queued_bytes_, cookie}; }
+
+void TxBatch::consume(std::size_t n) {
+  sent_bytes_ += n;
+  while (n > 0 && sent_iov_ < iov_count_) {
+    iovec& v = iov_[sent_iov_];
+    const std::size_t take = std::min(n, v.iov_len);
+    v.iov_base = static_cast<std::uint8_t*>(v.iov_base) + take;
+    v.iov_len -= take;
+    n -= take;
+    if (v.iov_len == 0) ++sent_iov_;
+  }
+}
+
+bool TxBatch::pop_sent(std::uint64_t& cookie) {
+  if (marks_popped_ < marks_ && mark_[marks_popped_].end_offset <= sent_bytes_) {
+    cookie = mark_[marks_popped_++].cookie;
+    return true;
+  }
+  reset_if_drained();
+  return false;
+}
+
+void TxBatch::reset_if_drained() {
+  if (sent_iov_ == iov_count_ && marks_popped_ == marks_) clear();
+}
+
+void TxBatch::clear() {
+  iov_count_ = sent_iov_ = 0;
+  queued_bytes_ = sent_bytes_ = 0;
+  fpdus_ = 0;
+  marks_ = marks_popped_ = 0;
+}
+
+void MessageSegmenter::start(const Message& m) {
+  msg_ = m;
+  active_ = true;
+  offset_ = 0;
+  piece_ = 0;
+  piece_offset_ = 0;
+}
+
+bool MessageSegmenter::fill(TxBatch& batch, std::size_t max_ulpdu, bool with_crc) {
+  const std::size_t per_fpdu = max_ulpdu - msg_.header.size();
+  std::array<ConstByteSpan, TxBatch::kMaxIov> pieces;
+  while (active_) {
+    // Gather this segment's pieces without exceeding the batch's iovec room.
+    const std::size_t want = std::min(per_fpdu, msg_.length - offset_);
+    std::size_t got = 0;
+    std::size_t n = 0;
+    std::size_t piece = piece_;
+    std::size_t piece_off = piece_offset_;
+    const std::size_t room = batch.free_iov() >= 2 ? batch.free_iov() - 2 : 0;
+    while (got < want && n < room && piece < msg_.gather.size()) {
+      const ConstByteSpan p = msg_.gather[piece];
+      const std::size_t take = std::min(p.size() - piece_off, want - got);
+      if (take > 0) pieces[n++] = p.subspan(piece_off, take);
+      got += take;
+      piece_off += take;
+      if (piece_off == p.size()) {
+        ++piece;
+        piece_off = 0;
+      }
+    }
+    if (!batch.can_add_fpdu(n) || (got < want && got == 0 && room > 0)) return false;
+    if (got < want && piece >= msg_.gather.size()) {
+      // The gather list is shorter than the message: the caller broke its contract.
+      active_ = false;
+      return true;
+    }
+    wire::DdpHeader h = msg_.header;
+    if (h.tagged) {
+      h.tagged_offset = msg_.header.tagged_offset + offset_;
+    } else {
+      h.message_offset = static_cast<std::uint32_t>(offset_);
+    }
+    h.last = offset_ + got == msg_.length;
+    batch.add_fpdu(h, std::span<const ConstByteSpan>(pieces.data(), n), got, with_crc);
+    offset_ += got;
+    piece_ = piece;
+    piece_offset_ = piece_off;
+    if (h.last) {
+      batch.mark_message_end(msg_.cookie);
+      active_ = false;
+      return true;
+    }
+  }
+  return true;
+}
+
+}  // namespace uwarp::proto

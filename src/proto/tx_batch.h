@@ -1,0 +1,97 @@
+// Transmit side of MPA framing: FPDUs built as scatter/gather lists for one vectored send each
+// (RFC 5044 section 4: length, ULPDU, pad, CRC trailer; RFC 5041 section 4 headers; segmentation
+// rules of RFC 5041 section 5.1: each segment fits in one FPDU, the L bit marks the last one).
+//
+// Payload bytes are never copied: iovecs point at registered memory, which the work request
+// keeps valid until its completion. Only headers and trailers live in the batch.
+// Thread: not thread-safe; one owner at a time (the QP's transmit lock).
+#pragma once
+
+#include <sys/uio.h>
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <span>
+
+#include "base/bytes.h"
+#include "wire/ddp.h"
+#include "wire/fpdu.h"
+
+namespace uwarp::proto {
+
+class TxBatch {
+ public:
+  static constexpr std::size_t kMaxIov = 128;
+  static constexpr std::size_t kMaxFpdus = 48;
+  static constexpr std::size_t kMaxMarks = kMaxFpdus;
+
+  // The iovecs still to send.
+  std::span<const iovec> pending() const { return {iov_.data() + sent_iov_, iov_count_ - sent_iov_}; }
+  bool empty() const { return sent_iov_ == iov_count_; }
+  std::size_t pending_bytes() const { return queued_bytes_ - sent_bytes_; }
+  // `n` bytes of pending() were sent.
+  void consume(std::size_t n);
+  // Cookies of messages whose last byte has been sent, oldest first; call after consume().
+  bool pop_sent(std::uint64_t& cookie);
+  // Forget everything (after a connection error).
+  void clear();
+  bool can_add_fpdu(std::size_t payload_pieces) const {
+    return fpdus_ < kMaxFpdus && iov_count_ + payload_pieces + 2 <= kMaxIov && marks_ < kMaxMarks;
+  }
+  std::size_t free_iov() const { return kMaxIov - iov_count_; }
+
+  // Appends one FPDU: `header` (the DDP header), then `payload` pieces, pad and the CRC trailer
+  // (computed when with_crc). The caller checked can_add_fpdu(payload.size()).
+  void add_fpdu(const wire::DdpHeader& header, std::span<const ConstByteSpan> payload, std::size_t payload_length,
+                bool with_crc);
+  // Records that the message `cookie` ends with the last FPDU added.
+  void mark_message_end(std::uint64_t cookie);
+
+ private:
+  void reset_if_drained();
+
+  std::array<iovec, kMaxIov> iov_{};
+  std::size_t iov_count_ = 0;
+  std::size_t sent_iov_ = 0;
+  std::size_t queued_bytes_ = 0;
+  std::size_t sent_bytes_ = 0;
+
+  // Header slots: length field + DDP header; trailer slots: pad + CRC.
+  std::array<std::array<std::uint8_t, wire::kMpaLengthFieldSize + wire::kMaxDdpHeaderSize>, kMaxFpdus> headers_{};
+  std::array<std::array<std::uint8_t, 8>, kMaxFpdus> trailers_{};
+  std::size_t fpdus_ = 0;
+
+  struct Mark {
+    std::size_t end_offset;  // queued_bytes_ when the message ended
+    std::uint64_t cookie;
+  };
+  std::array<Mark, kMaxMarks> mark_{};
+  std::size_t marks_ = 0;
+  std::size_t marks_popped_ = 0;
+};
+
+// Segments one outbound RDMAP message into FPDUs that fit the connection's FPDU size.
+class MessageSegmenter {
+ public:
+  struct Message {
+    wire::DdpHeader header;               // tagged: STag, base TO; untagged: queue, MSN, STag to invalidate
+    std::span<const ConstByteSpan> gather;  // payload pieces (registered memory); total = length
+    std::size_t length = 0;
+    std::uint64_t cookie = 0;
+  };
+
+  void start(const Message& m);
+  bool active() const { return active_; }
+  // Adds FPDUs to `batch` until the message is fully queued (returns true) or the batch is full.
+  bool fill(TxBatch& batch, std::size_t max_ulpdu, bool with_crc);
+
+ private:
+  Message msg_;
+  bool active_ = false;
+  std::size_t offset_ = 0;        // payload bytes already segmented
+  std::size_t piece_ = 0;         // gather position of offset_
+  std::size_t piece_offset_ = 0;
+};
+
+}  // namespace uwarp::proto

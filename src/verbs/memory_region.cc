@@ -1,0 +1,15 @@
+#include "verbs/memory_region.h"
+
+namespace uwarp::verbs {
+
+Expected<ByteSpan, AccessError> MemoryRegion::resolve(const ProtectionDomain* requester, std::uint64_t to,
+                                                      std::uint64_t len, std::uint32_t needed) const {
+  if (!valid.load(std::memory_order_acquire)) return Unexpected{AccessError::kInvalidStag};
+  if (requester != pd) return Unexpected{AccessError::kWrongPd};
+  if ((access & needed) != needed) return Unexpected{AccessError::kAccessRights};
+  if (to + len < to) return Unexpected{AccessError::kWrap};
+  if (to < iova || to + len > iova + length) return Unexpected{AccessError::kBounds};
+  return ByteSpan(addr + (to - iova), static_cast<std::size_t>(len));
+}
+
+}  // namespace uwarp::verbs

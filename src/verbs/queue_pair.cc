@@ -1,0 +1,317 @@
+// QueuePair: application calls, the verbs state machine, completions and flush rules.
+// The receive path is in queue_pair_rx.cc, the transmit path in queue_pair_tx.cc.
+#include "verbs/queue_pair.h"
+
+#include <algorithm>
+#include <cstring>
+
+namespace uwarp::verbs {
+
+QueuePair::QueuePair(Device& device, const QpConfig& config)
+    : device_(device), config_(config), qp_num_(device.allocate_qp_num()) {
+  if (config_.srq != nullptr) {
+    rq_ = config_.srq;
+  } else {
+    own_rq_ = std::make_unique<ReceiveQueue>(config_.pd, config_.caps.max_recv_wr, config_.caps.max_recv_sge);
+    rq_ = own_rq_.get();
+  }
+  gather_.reserve(16);
+  rx_scatter_.reserve(16);
+  if (config_.pd != nullptr) config_.pd->users.fetch_add(1);
+}
+
+QueuePair::~QueuePair() {
+  if (config_.pd != nullptr) config_.pd->users.fetch_sub(1);
+}
+
+QpState QueuePair::state() const {
+  std::lock_guard lock(mu_);
+  return state_;
+}
+
+std::uint16_t QueuePair::ird() const {
+  std::lock_guard lock(mu_);
+  return ird_;
+}
+
+std::uint16_t QueuePair::ord() const {
+  std::lock_guard lock(mu_);
+  return ord_;
+}
+
+Status QueuePair::check_transition(QpState target) const {
+  if (target == QpState::kReset || target == QpState::kError) return Status::ok();
+  const QpState s = state_;
+  const bool ok = (s == QpState::kReset && target == QpState::kInit) ||
+                  (s == QpState::kInit && (target == QpState::kInit || target == QpState::kRtr)) ||
+                  (s == QpState::kRtr && target == QpState::kRts) ||
+                  (s == QpState::kRts && (target == QpState::kRts || target == QpState::kSqd)) ||
+                  (s == QpState::kSqd && (target == QpState::kRts || target == QpState::kSqd)) ||
+                  (s == QpState::kSqe && target == QpState::kRts);
+  if (!ok) {
+    return Status(Errc::kInvalidState, std::string("QP cannot go from ") + std::string(to_string(s)) + " to " +
+                                           std::string(to_string(target)));
+  }
+  return Status::ok();
+}
+
+Status QueuePair::modify_state(QpState target) {
+  std::lock_guard lock(mu_);
+  if (Status s = check_transition(target); !s) return s;
+  switch (target) {
+    case QpState::kError:
+      if (state_ != QpState::kError) {
+        enter_error(std::nullopt, 0);
+        if (link_ != nullptr) link_->shutdown_requested();
+      }
+      break;
+    case QpState::kReset:
+      if (state_ != QpState::kError && state_ != QpState::kReset) enter_error(std::nullopt, 0);
+      if (link_ != nullptr) link_->shutdown_requested();
+      sq_.clear();
+      sq_next_ = 0;
+      orq_.clear();
+      irq_.clear();
+      if (own_rq_) own_rq_->drain();
+      state_ = QpState::kReset;
+      break;
+    default: {
+      const bool resume = state_ == QpState::kSqd && target == QpState::kRts;
+      state_ = target;
+      if (resume && link_ != nullptr) link_->tx_ready();
+      break;
+    }
+  }
+  return Status::ok();
+}
+
+Status QueuePair::post_send(const SendWr& wr) {
+  std::lock_guard lock(mu_);
+  if (state_ == QpState::kReset || state_ == QpState::kInit || state_ == QpState::kRtr) {
+    return Status(Errc::kInvalidState, "post_send needs a QP in RTS, SQD or ERROR");
+  }
+  const bool is_inline = (wr.flags & send_flags::kInline) != 0 && wr.opcode != WrOpcode::kRdmaRead;
+  if (!is_inline && wr.sg_list.size() > config_.caps.max_send_sge) {
+    return Status(Errc::kInvalidArgument, "work request has more SGEs than max_send_sge");
+  }
+  if (sq_.size() >= config_.caps.max_send_wr) return Status(Errc::kNoResources, "send queue is full");
+  SqEntry e;
+  e.seq = next_seq_++;
+  e.wr_id = wr.wr_id;
+  e.opcode = wr.opcode;
+  e.flags = wr.flags;
+  e.remote_addr = wr.remote_addr;
+  e.rkey = wr.rkey;
+  e.invalidate_rkey = wr.invalidate_rkey;
+  e.signaled = config_.signal_all || (wr.flags & send_flags::kSignaled) != 0;
+  std::uint64_t length = 0;
+  for (const Sge& s : wr.sg_list) length += s.length;
+  if (length > device_.limits().max_msg_size) return Status(Errc::kInvalidArgument, "message too long");
+  e.length = static_cast<std::uint32_t>(length);
+  if (is_inline) {
+    if (length > device_.limits().max_inline_data) {
+      return Status(Errc::kInvalidArgument, "inline data longer than the device maximum");
+    }
+    // Inline data is copied now: the application may reuse its buffer when post_send returns.
+    e.inline_data.resize(length);
+    std::size_t at = 0;
+    for (const Sge& s : wr.sg_list) {
+      if (s.length > 0) std::memcpy(e.inline_data.data() + at, reinterpret_cast<const void*>(s.addr), s.length);
+      at += s.length;
+    }
+  } else {
+    e.sges.assign(wr.sg_list.begin(), wr.sg_list.end());
+  }
+  if (state_ == QpState::kError) {
+    // Posting to a QP in error completes the request at once with a flush error.
+    e.phase = Phase::kDone;
+    e.status = WcStatus::kWrFlushError;
+    sq_.push_back(std::move(e));
+    complete_in_order();
+    return Status::ok();
+  }
+  sq_.push_back(std::move(e));
+  if (link_ != nullptr && state_ == QpState::kRts) link_->tx_ready();
+  return Status::ok();
+}
+
+Status QueuePair::post_recv(const RecvWr& wr) {
+  std::lock_guard lock(mu_);
+  if (config_.srq != nullptr) return Status(Errc::kInvalidArgument, "QP uses a shared receive queue");
+  if (state_ == QpState::kReset) return Status(Errc::kInvalidState, "post_recv needs a QP out of RESET");
+  if (state_ == QpState::kError) {
+    WorkCompletion wc;
+    wc.wr_id = wr.wr_id;
+    wc.status = WcStatus::kWrFlushError;
+    wc.opcode = WcOpcode::kRecv;
+    wc.qp_num = qp_num_;
+    push_recv(wc, false);
+    return Status::ok();
+  }
+  return rq_->post(wr);
+}
+
+void QueuePair::attach_link_locked(QpLink* link, const LinkParams& p) {
+  link_ = link;
+  crc_ = p.crc;
+  ird_ = p.ird;
+  ord_ = p.ord;
+  max_ulpdu_ = p.max_ulpdu;
+  send_rtr_ = p.send_rtr;
+  awaiting_rtr_ = p.expect_rtr != proto::RtrType::kNone;
+  receiver_ = std::make_unique<proto::RdmapReceiver>(*this, ird_);
+  receiver_->expect_rtr(p.expect_rtr);
+  reader_ = std::make_unique<proto::FpduReader>(*receiver_, crc_);
+  if (state_ == QpState::kReset) state_ = QpState::kInit;
+  state_ = QpState::kRts;
+  if (send_rtr_ != proto::RtrType::kNone || !sq_.empty()) link_->tx_ready();
+}
+
+void QueuePair::detach_link_locked() { link_ = nullptr; }
+
+void QueuePair::disconnect_locked() {
+  if (disconnecting_) return;
+  disconnecting_ = true;
+  if (state_ != QpState::kError) enter_error(std::nullopt, 0);
+  if (link_ != nullptr) link_->shutdown_requested();
+}
+
+void QueuePair::link_lost_locked(bool graceful, const std::string& why) {
+  if (state_ == QpState::kError || state_ == QpState::kReset) return;
+  enter_error(std::nullopt, 0);
+  if (!graceful) report(AsyncEventType::kQpFatal, why);
+}
+
+QueuePair::SqEntry* QueuePair::find_sq(std::uint64_t seq) {
+  if (sq_.empty() || seq < sq_.front().seq) return nullptr;
+  const std::size_t i = static_cast<std::size_t>(seq - sq_.front().seq);
+  return i < sq_.size() ? &sq_[i] : nullptr;
+}
+
+void QueuePair::push_send_completion(const SqEntry& e) {
+  WorkCompletion wc;
+  wc.wr_id = e.wr_id;
+  wc.status = e.status;
+  wc.qp_num = qp_num_;
+  switch (e.opcode) {
+    case WrOpcode::kSend:
+    case WrOpcode::kSendWithInvalidate: wc.opcode = WcOpcode::kSend; break;
+    case WrOpcode::kRdmaWrite: wc.opcode = WcOpcode::kRdmaWrite; break;
+    case WrOpcode::kRdmaRead:
+      wc.opcode = WcOpcode::kRdmaRead;
+      wc.byte_len = e.length;
+      break;
+  }
+  if (!config_.send_cq->push(wc, false)) report(AsyncEventType::kCqError, "send CQ overflow");
+}
+
+void QueuePair::complete_in_order() {
+  // Send completions are reported in posting order, as the verbs require of an RC QP.
+  while (!sq_.empty() && sq_.front().phase == Phase::kDone) {
+    const SqEntry& e = sq_.front();
+    if (e.signaled || e.status != WcStatus::kSuccess) push_send_completion(e);
+    sq_.pop_front();
+    if (sq_next_ > 0) --sq_next_;
+  }
+}
+
+void QueuePair::push_recv(const WorkCompletion& wc, bool solicited) {
+  if (!config_.recv_cq->push(wc, solicited)) report(AsyncEventType::kCqError, "receive CQ overflow");
+}
+
+void QueuePair::report(AsyncEventType type, const std::string& detail) {
+  AsyncEvent ev;
+  ev.type = type;
+  ev.qp_num = qp_num_;
+  ev.object_context = config_.user_context;
+  ev.detail = detail;
+  device_.report(ev);
+}
+
+void QueuePair::flush_receive_side() {
+  if (rx_recv_.active) {
+    WorkCompletion wc;
+    wc.wr_id = rx_recv_.entry.wr_id;
+    wc.status = WcStatus::kWrFlushError;
+    wc.opcode = WcOpcode::kRecv;
+    wc.qp_num = qp_num_;
+    push_recv(wc, false);
+    rx_recv_ = ActiveReceive{};
+  }
+  if (own_rq_) {
+    for (const RecvEntry& r : own_rq_->drain()) {
+      WorkCompletion wc;
+      wc.wr_id = r.wr_id;
+      wc.status = WcStatus::kWrFlushError;
+      wc.opcode = WcOpcode::kRecv;
+      wc.qp_num = qp_num_;
+      push_recv(wc, false);
+    }
+  } else {
+    // SRQ entries stay with the SRQ; tell the application this QP consumes no more of them.
+    report(AsyncEventType::kQpLastWqeReached, "QP left the SRQ");
+  }
+}
+
+void QueuePair::enter_error(std::optional<WcStatus> first_status, std::uint32_t vendor_err) {
+  state_ = QpState::kError;
+  bool first = true;
+  for (std::size_t i = 0; i < sq_.size(); ++i) {
+    SqEntry& e = sq_[i];
+    if (e.phase == Phase::kDone) continue;
+    // A Send or Write already handed to TCP (in flight) counts as sent unless the first error
+    // belongs to it; everything else is flushed.
+    if (first && first_status && (e.phase == Phase::kAwaitingResponse || e.phase == Phase::kInFlight)) {
+      e.status = *first_status;
+    } else {
+      e.status = WcStatus::kWrFlushError;
+    }
+    first = false;
+    e.phase = Phase::kDone;
+    e.mrs.clear();
+  }
+  (void)vendor_err;
+  orq_.clear();
+  irq_.clear();
+  responding_ = InboundRead{};
+  complete_in_order();
+  flush_receive_side();
+}
+
+WcStatus status_for_remote_terminate(std::uint32_t raw_control) {
+  const std::uint8_t hi = static_cast<std::uint8_t>(raw_control >> 28);
+  const std::uint8_t lo = static_cast<std::uint8_t>((raw_control >> 24) & 0x0F);
+  const std::uint8_t ecode = static_cast<std::uint8_t>(raw_control >> 16);
+  // RFC layout first (layer, etype); if that is no valid pair, siw's swapped layout.
+  auto valid = [](std::uint8_t layer, std::uint8_t etype) {
+    return (layer == 0 && etype <= 2) || (layer == 1 && etype <= 2) || (layer == 2 && etype == 0);
+  };
+  std::uint8_t layer = hi;
+  std::uint8_t etype = lo;
+  if (!valid(hi, lo) && valid(lo, hi)) {
+    layer = lo;
+    etype = hi;
+  }
+  if ((layer == 0 || layer == 1) && etype == 1) return WcStatus::kRemoteAccessError;
+  if (layer == 0 && etype == 2 && (ecode == 0x05 || ecode == 0x06)) return WcStatus::kRemoteInvalidRequestError;
+  if (layer == 1 && etype == 2) return WcStatus::kRemoteInvalidRequestError;
+  return WcStatus::kRemoteOperationError;
+}
+
+std::optional<std::vector<ByteSpan>> QueuePair::resolve_local(const std::vector<Sge>& sges, std::uint32_t needed,
+                                                              std::vector<MemoryRegionRef>* keep) {
+  std::vector<ByteSpan> spans;
+  spans.reserve(sges.size());
+  for (const Sge& s : sges) {
+    if (s.length == 0) continue;
+    MemoryRegionRef mr = device_.stags().find(s.lkey);
+    if (!mr) return std::nullopt;
+    auto r = mr->resolve(config_.pd, s.addr, s.length, needed);
+    if (!r) return std::nullopt;
+    spans.push_back(*r);
+    if (keep != nullptr) keep->push_back(std::move(mr));
+  }
+  return spans;
+}
+
+}  // namespace uwarp::verbs

@@ -1,0 +1,227 @@
+// A reliable-connected queue pair over one iWARP stream: the send queue (work requests in order,
+// segmented into FPDUs; RDMA Reads bounded by ORD; fences), the receive side (placement of
+// inbound Writes, Sends and Read Responses into registered memory, Read Requests answered
+// without the application), the verbs state machine and its flush rules, and Terminate
+// generation and reception (RFC 5040 sections 5-7, RFC 5041 sections 5-7).
+//
+// Locking: every method whose name ends in _locked requires mutex() to be held; the others take
+// it themselves. The runtime holds it while it feeds received bytes or fills a transmit batch,
+// so a QP is driven by one thread at a time. Completions are pushed to the CQs under the lock.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "proto/fpdu_reader.h"
+#include "proto/rdmap_receiver.h"
+#include "proto/rtr.h"
+#include "proto/tx_batch.h"
+#include "uwarp/status.h"
+#include "uwarp/types.h"
+#include "verbs/completion_queue.h"
+#include "verbs/device.h"
+#include "verbs/memory_region.h"
+#include "verbs/protection_domain.h"
+#include "verbs/receive_queue.h"
+
+namespace uwarp::verbs {
+
+struct QpConfig {
+  ProtectionDomain* pd = nullptr;
+  CompletionQueue* send_cq = nullptr;
+  CompletionQueue* recv_cq = nullptr;
+  ReceiveQueue* srq = nullptr;  // shared receive queue, or null for the QP's own
+  QpCaps caps;
+  bool signal_all = false;
+  void* user_context = nullptr;
+};
+
+// Connection parameters the CM negotiated, handed over when the stream is attached.
+struct LinkParams {
+  bool crc = false;
+  std::uint16_t ird = 0;
+  std::uint16_t ord = 0;
+  proto::RtrType send_rtr = proto::RtrType::kNone;    // initiator: the RTR to send first
+  proto::RtrType expect_rtr = proto::RtrType::kNone;  // responder: the RTR to wait for
+  std::size_t max_ulpdu = 1442;
+};
+
+// The runtime's side of an attached stream. Called with the QP lock held; must not block.
+class QpLink {
+ public:
+  virtual ~QpLink() = default;
+  virtual void tx_ready() = 0;            // there is transmit work
+  virtual void rtr_received() = 0;        // responder: the peer's RTR arrived
+  virtual void shutdown_requested() = 0;  // close the stream once queued bytes are sent
+};
+
+class QueuePair final : public proto::RxDelegate {
+ public:
+  QueuePair(Device& device, const QpConfig& config);
+  ~QueuePair() override;
+  QueuePair(const QueuePair&) = delete;
+  QueuePair& operator=(const QueuePair&) = delete;
+
+  std::uint32_t qp_num() const { return qp_num_; }
+  const QpConfig& config() const { return config_; }
+  std::mutex& mutex() const { return mu_; }
+
+  // Application calls (take the lock).
+  Status post_send(const SendWr& wr);
+  Status post_recv(const RecvWr& wr);
+  Status modify_state(QpState target);
+  QpState state() const;
+  std::uint16_t ird() const;
+  std::uint16_t ord() const;
+
+  // Stream binding, driven by the CM and runtime.
+  void attach_link_locked(QpLink* link, const LinkParams& params);
+  void detach_link_locked();
+  bool has_link_locked() const { return link_ != nullptr; }
+  void set_max_ulpdu_locked(std::size_t max_ulpdu) { max_ulpdu_ = max_ulpdu; }
+
+  // Receive path: bytes from the stream. After a protocol violation the QP queues a Terminate
+  // and rx_open_locked() turns false.
+  ByteSpan rx_direct_target_locked();
+  void rx_commit_locked(std::size_t n);
+  std::size_t rx_feed_locked(ConstByteSpan bytes);
+  bool rx_open_locked() const;
+
+  // Transmit path: appends FPDUs to `batch`; returns true if it added any.
+  bool tx_fill_locked(proto::TxBatch& batch);
+  // A message queued by tx_fill_locked has been handed to TCP completely.
+  void tx_sent_locked(std::uint64_t cookie);
+
+  // The stream ended: graceful (EOF at an FPDU boundary after a disconnect) or not.
+  void link_lost_locked(bool graceful, const std::string& why);
+  // Graceful disconnect requested locally: flush what was not sent, then close.
+  void disconnect_locked();
+
+ private:
+  enum class Phase : std::uint8_t { kQueued, kInFlight, kAwaitingResponse, kDone };
+  struct SqEntry {
+    std::uint64_t seq = 0;
+    std::uint64_t wr_id = 0;
+    WrOpcode opcode = WrOpcode::kSend;
+    std::uint32_t flags = 0;
+    std::uint64_t remote_addr = 0;
+    std::uint32_t rkey = 0;
+    std::uint32_t invalidate_rkey = 0;
+    std::vector<Sge> sges;
+    std::vector<std::uint8_t> inline_data;
+    std::vector<ByteSpan> spans;  // resolved local memory (read: the sink)
+    std::vector<MemoryRegionRef> mrs;  // kept alive while the WR is in flight
+    std::uint32_t length = 0;
+    std::uint32_t sink_stag = 0;  // RDMA Read: the advertised sink
+    std::uint64_t sink_to = 0;
+    std::uint32_t response_bytes = 0;
+    Phase phase = Phase::kQueued;
+    WcStatus status = WcStatus::kSuccess;
+    bool signaled = false;
+  };
+  struct InboundRead {
+    std::uint32_t sink_stag = 0;
+    std::uint64_t sink_to = 0;
+    ByteSpan source;
+    MemoryRegionRef mr;
+  };
+
+  // RxDelegate.
+  proto::ScatterResult resolve_write(std::uint32_t stag, std::uint64_t to, std::size_t length) override;
+  proto::ScatterResult resolve_read_response(std::uint32_t stag, std::uint64_t to, std::size_t length) override;
+  std::optional<wire::TerminateCode> read_response_complete() override;
+  proto::ScatterResult resolve_receive(std::uint32_t msn, std::uint32_t mo, std::size_t length,
+                                       bool first_segment) override;
+  std::optional<wire::TerminateCode> receive_complete(const proto::InboundSend& send) override;
+  std::optional<wire::TerminateCode> read_request(const wire::ReadRequest& request) override;
+  void terminate_received(const wire::TerminateMessage& message) override;
+  void rtr_received() override;
+
+  // Transmit helpers.
+  bool next_message(proto::MessageSegmenter::Message& m);
+  bool start_sq_entry(SqEntry& e, proto::MessageSegmenter::Message& m);
+  SqEntry* find_sq(std::uint64_t seq);
+  void complete_in_order();
+  void push_send_completion(const SqEntry& e);
+
+  // Errors.
+  void handle_rx_failure();
+  void queue_terminate(const wire::TerminateMessage& message);
+  void enter_error(std::optional<WcStatus> first_status, std::uint32_t vendor_err);
+  void flush_receive_side();
+  void report(AsyncEventType type, const std::string& detail);
+  void push_recv(const WorkCompletion& wc, bool solicited);
+  std::optional<std::vector<ByteSpan>> resolve_local(const std::vector<Sge>& sges, std::uint32_t needed,
+                                                     std::vector<MemoryRegionRef>* keep);
+  Status check_transition(QpState target) const;
+
+  Device& device_;
+  QpConfig config_;
+  const std::uint32_t qp_num_;
+  mutable std::mutex mu_;
+  QpState state_ = QpState::kReset;
+  std::unique_ptr<ReceiveQueue> own_rq_;
+  ReceiveQueue* rq_;
+
+  // Stream.
+  QpLink* link_ = nullptr;
+  bool crc_ = false;
+  std::uint16_t ird_ = 0;
+  std::uint16_t ord_ = 0;
+  std::size_t max_ulpdu_ = 1442;
+  std::unique_ptr<proto::RdmapReceiver> receiver_;
+  std::unique_ptr<proto::FpduReader> reader_;
+  proto::RtrType send_rtr_ = proto::RtrType::kNone;
+  bool awaiting_rtr_ = false;     // responder: no transmission before the peer's RTR
+  bool rtr_read_pending_ = false; // initiator: our zero-length RTR Read awaits its response
+  bool disconnecting_ = false;
+
+  // Send queue: entries from the oldest not yet completed; sq_next_ indexes the next to send.
+  std::deque<SqEntry> sq_;
+  std::size_t sq_next_ = 0;
+  std::uint64_t next_seq_ = 1;
+  std::deque<std::uint64_t> orq_;  // RDMA Reads awaiting their response, oldest first
+  std::uint32_t send_msn_ = 1;     // next MSN on queue 0
+  std::uint32_t read_msn_ = 1;     // next MSN on queue 1
+  std::uint32_t term_msn_ = 1;     // next MSN on queue 2
+
+  // Inbound Read Requests being answered.
+  std::deque<InboundRead> irq_;
+  InboundRead responding_;
+
+  // Terminate to send (once), then the stream closes.
+  bool terminate_queued_ = false;
+  bool terminate_started_ = false;
+  std::array<std::uint8_t, wire::kTerminateMaxSize> terminate_body_{};
+  std::size_t terminate_size_ = 0;
+
+  // Transmit: the message being segmented, its body and gather list.
+  proto::MessageSegmenter segmenter_;
+  bool segmenting_terminate_ = false;
+  std::array<std::uint8_t, wire::kReadRequestSize> read_request_body_{};
+  std::vector<ConstByteSpan> gather_;
+
+  // Receive scratch.
+  struct ActiveReceive {
+    bool active = false;
+    RecvEntry entry;
+    std::vector<ByteSpan> spans;
+    std::vector<MemoryRegionRef> mrs;
+    std::size_t capacity = 0;
+  };
+  ActiveReceive rx_recv_;
+  std::vector<ByteSpan> rx_scatter_;
+  MemoryRegionRef rx_mr_;
+};
+
+// The first incomplete-status mapping of a received Terminate (see docs/interop.md: siw sends
+// layer and etype swapped, so both readings are considered).
+WcStatus status_for_remote_terminate(std::uint32_t raw_control);
+
+}  // namespace uwarp::verbs

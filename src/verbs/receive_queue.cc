@@ -1,0 +1,51 @@
+#include "verbs/receive_queue.h"
+
+namespace uwarp::verbs {
+
+Status ReceiveQueue::post(const RecvWr& wr) {
+  if (wr.sg_list.size() > max_sge_) {
+    return Status(Errc::kInvalidArgument, "receive work request has more SGEs than the queue allows");
+  }
+  std::lock_guard lock(mu_);
+  if (entries_.size() >= max_wr_) return Status(Errc::kNoResources, "receive queue is full");
+  entries_.push_back(RecvEntry{wr.wr_id, std::vector<Sge>(wr.sg_list.begin(), wr.sg_list.end())});
+  return Status::ok();
+}
+
+std::optional<RecvEntry> ReceiveQueue::take() {
+  std::lock_guard lock(mu_);
+  if (entries_.empty()) return std::nullopt;
+  RecvEntry e = std::move(entries_.front());
+  entries_.pop_front();
+  if (limit_ != 0 && entries_.size() < limit_) {
+    limit_ = 0;
+    limit_fired_ = true;
+  }
+  return e;
+}
+
+std::vector<RecvEntry> ReceiveQueue::drain() {
+  std::lock_guard lock(mu_);
+  std::vector<RecvEntry> out(std::make_move_iterator(entries_.begin()), std::make_move_iterator(entries_.end()));
+  entries_.clear();
+  return out;
+}
+
+std::size_t ReceiveQueue::size() const {
+  std::lock_guard lock(mu_);
+  return entries_.size();
+}
+
+void ReceiveQueue::arm_limit(std::uint32_t limit) {
+  std::lock_guard lock(mu_);
+  limit_ = limit;
+}
+
+bool ReceiveQueue::consume_limit_event() {
+  std::lock_guard lock(mu_);
+  const bool fired = limit_fired_;
+  limit_fired_ = false;
+  return fired;
+}
+
+}  // namespace uwarp::verbs

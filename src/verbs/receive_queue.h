@@ -1,0 +1,50 @@
+// Posted receive buffers, for a QP's own receive queue and for a shared receive queue (SRQ).
+// Thread: thread-safe (one mutex): the application posts, the progress thread takes.
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <mutex>
+#include <optional>
+#include <vector>
+
+#include "uwarp/status.h"
+#include "uwarp/types.h"
+
+namespace uwarp::verbs {
+
+class ProtectionDomain;
+
+struct RecvEntry {
+  std::uint64_t wr_id = 0;
+  std::vector<Sge> sges;
+};
+
+class ReceiveQueue {
+ public:
+  ReceiveQueue(const ProtectionDomain* pd, std::uint32_t max_wr, std::uint32_t max_sge)
+      : pd_(pd), max_wr_(max_wr), max_sge_(max_sge) {}
+
+  Status post(const RecvWr& wr);
+  std::optional<RecvEntry> take();
+  std::vector<RecvEntry> drain();
+  std::size_t size() const;
+  const ProtectionDomain* pd() const { return pd_; }
+  std::uint32_t max_wr() const { return max_wr_; }
+  std::uint32_t max_sge() const { return max_sge_; }
+  // SRQ limit (ibv_modify_srq): once armed with a nonzero limit, take() reports (via the
+  // return of limit_reached()) when fewer than `limit` entries remain; then the limit disarms.
+  void arm_limit(std::uint32_t limit);
+  bool consume_limit_event();
+
+ private:
+  const ProtectionDomain* pd_;
+  const std::uint32_t max_wr_;
+  const std::uint32_t max_sge_;
+  mutable std::mutex mu_;
+  std::deque<RecvEntry> entries_;
+  std::uint32_t limit_ = 0;
+  bool limit_fired_ = false;
+};
+
+}  // namespace uwarp::verbs

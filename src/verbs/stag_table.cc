@@ -1,0 +1,55 @@
+#include "verbs/stag_table.h"
+
+#include <mutex>
+
+namespace uwarp::verbs {
+
+StagTable::StagTable() {
+  std::random_device rd;
+  std::seed_seq seq{rd(), rd(), rd(), rd()};
+  rng_.seed(seq);
+}
+
+bool StagTable::insert(const MemoryRegionRef& mr) {
+  std::unique_lock lock(mu_);
+  constexpr std::uint32_t kIndexMask = (1u << kIndexBits) - 1;
+  if (used_index_.size() + quarantined_.size() >= kIndexMask - 1) return false;
+  std::uint32_t index = 0;
+  do {
+    index = static_cast<std::uint32_t>(rng_()) & kIndexMask;
+  } while (index == 0 || used_index_.count(index) != 0 || quarantined_.count(index) != 0);
+  const auto key = static_cast<std::uint32_t>(rng_() & 0xFF);
+  mr->stag = (index << 8) | key;
+  used_index_.insert(index);
+  by_stag_.emplace(mr->stag, mr);
+  return true;
+}
+
+void StagTable::erase(std::uint32_t stag) {
+  std::unique_lock lock(mu_);
+  auto it = by_stag_.find(stag);
+  if (it == by_stag_.end()) return;
+  it->second->valid.store(false, std::memory_order_release);
+  by_stag_.erase(it);
+  const std::uint32_t index = stag >> 8;
+  used_index_.erase(index);
+  quarantine_.push_back(index);
+  quarantined_.insert(index);
+  if (quarantine_.size() > kQuarantine) {
+    quarantined_.erase(quarantine_.front());
+    quarantine_.pop_front();
+  }
+}
+
+MemoryRegionRef StagTable::find(std::uint32_t stag) const {
+  std::shared_lock lock(mu_);
+  auto it = by_stag_.find(stag);
+  return it == by_stag_.end() ? nullptr : it->second;
+}
+
+std::size_t StagTable::size() const {
+  std::shared_lock lock(mu_);
+  return by_stag_.size();
+}
+
+}  // namespace uwarp::verbs
