@@ -1,0 +1,102 @@
+// uwarp's connection manager: listen, connect, accept, reject and disconnect iWARP
+// connections (MPA revision 1 or 2, RFC 6581 IRD/ORD and peer-to-peer RTR, CRC), with private
+// data both ways, over IPv4 or IPv6. Events arrive on an EventChannel whose fd is pollable.
+//
+//   auto ch = uwarp::EventChannel::create(ctx).value();
+//   auto listener = ch.listen("0.0.0.0", 7174).value();
+//   auto ev = ch.get_event(5000);              // kConnectRequest
+//   ev->connection.accept(qp, {});            // kEstablished follows
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "uwarp/status.h"
+#include "uwarp/verbs.h"
+
+namespace uwarp {
+
+namespace detail {
+struct EventChannelImpl;
+}
+namespace cm {
+class Connection;
+class Listener;
+}  // namespace cm
+
+struct ConnectionParams {
+  std::vector<std::uint8_t> private_data;  // at most 508 bytes (252 towards Linux siw)
+  bool crc = false;                        // ask for MPA CRC32c (used if either side asks)
+  bool peer_to_peer = false;               // RFC 6581 peer-to-peer mode (RTR before data)
+  std::uint8_t mpa_revision = 2;           // 1 or 2
+  std::uint16_t ird = 16;                  // inbound RDMA Reads served at once (<= 128)
+  std::uint16_t ord = 16;                  // outbound RDMA Reads in flight (<= 128)
+  int timeout_ms = 10000;                  // for the MPA reply
+};
+
+enum class CmEventType : std::uint8_t { kConnectRequest, kEstablished, kRejected, kConnectError, kDisconnected };
+std::string_view to_string(CmEventType t);
+
+class Connection {
+ public:
+  Connection() = default;
+  bool valid() const { return impl_ != nullptr; }
+  // Passive side, after kConnectRequest.
+  Status accept(QueuePair& qp, const ConnectionParams& params);
+  Status reject(std::span<const std::uint8_t> private_data = {});
+  // Graceful close; kDisconnected follows on both sides.
+  void disconnect();
+  std::string peer_address() const;
+  std::string local_address() const;
+  // What the peer asked for (passive side) or answered (active side).
+  bool crc() const;
+  std::uint8_t mpa_revision() const;
+  std::uint16_t peer_ird() const;
+  std::uint16_t peer_ord() const;
+  bool same(const Connection& other) const { return impl_ == other.impl_; }
+
+ private:
+  friend class EventChannel;
+  explicit Connection(std::shared_ptr<cm::Connection> impl) : impl_(std::move(impl)) {}
+  std::shared_ptr<cm::Connection> impl_;
+};
+
+class Listener {
+ public:
+  std::uint16_t port() const;
+  void close();
+
+ private:
+  friend class EventChannel;
+  explicit Listener(std::shared_ptr<cm::Listener> impl) : impl_(std::move(impl)) {}
+  std::shared_ptr<cm::Listener> impl_;
+};
+
+struct CmEvent {
+  CmEventType type = CmEventType::kConnectError;
+  Connection connection;
+  std::vector<std::uint8_t> private_data;
+  Status status;
+};
+
+class EventChannel {
+ public:
+  static Result<EventChannel> create(const Context& context);
+  int fd() const;  // readable while events are undelivered
+  std::optional<CmEvent> get_event(int timeout_ms);
+  // Listens on host:port (port 0: any; "0.0.0.0" or "::" for all addresses).
+  Result<Listener> listen(const std::string& host, std::uint16_t port, int backlog = 128);
+  // Connects `qp` to host:port; kEstablished, kRejected or kConnectError follows.
+  Result<Connection> connect(const std::string& host, std::uint16_t port, QueuePair& qp,
+                             const ConnectionParams& params = {});
+
+ private:
+  explicit EventChannel(std::shared_ptr<detail::EventChannelImpl> impl) : impl_(std::move(impl)) {}
+  std::shared_ptr<detail::EventChannelImpl> impl_;
+};
+
+}  // namespace uwarp

@@ -1,0 +1,179 @@
+// uwarp's native verbs API: a software iWARP RNIC in this process. RAII handles, results
+// instead of exceptions. Lifetime rule: every object keeps what it was created from alive
+// (a CQ keeps its context, an MR its PD), so handles may be destroyed in any order; a QP
+// disconnects when destroyed.
+//
+//   auto ctx = uwarp::Context::open().value();
+//   auto pd  = ctx.alloc_pd().value();
+//   auto mr  = pd.reg_mr(buf, len, uwarp::access::kLocalWrite | uwarp::access::kRemoteWrite).value();
+//   auto cq  = ctx.create_cq(256).value();
+//   auto qp  = pd.create_qp({.send_cq = &cq, .recv_cq = &cq}).value();
+//
+// Threads: every call may be made from any thread. Data is placed and Read Requests are
+// answered by a library progress thread (docs/threading.md).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+
+#include "uwarp/status.h"
+#include "uwarp/types.h"
+
+namespace uwarp {
+
+namespace detail {
+struct ContextImpl;
+struct PdImpl;
+struct MrImpl;
+struct CqImpl;
+struct ChannelImpl;
+struct SrqImpl;
+struct QpImpl;
+}  // namespace detail
+
+class ProtectionDomain;
+class CompletionQueue;
+class CompletionChannel;
+class SharedReceiveQueue;
+class QueuePair;
+class MemoryRegion;
+
+struct AsyncEvent {
+  AsyncEventType type = AsyncEventType::kQpFatal;
+  std::uint32_t qp_num = 0;
+  void* context = nullptr;  // the user context of the QP, CQ or SRQ concerned
+  std::string detail;
+};
+
+// One software RNIC: device limits, a progress thread, the STag table.
+class Context {
+ public:
+  static Result<Context> open();
+  const DeviceLimits& limits() const;
+
+  Result<ProtectionDomain> alloc_pd();
+  Result<CompletionChannel> create_comp_channel();
+  // A CQ of at least `min_entries`; events go to `channel` when armed; `user_context` is
+  // returned by CompletionChannel::get_event.
+  Result<CompletionQueue> create_cq(std::uint32_t min_entries, CompletionChannel* channel = nullptr,
+                                    void* user_context = nullptr);
+  // Asynchronous events (QP fatal, CQ overflow, SRQ limit): a pollable fd and the next event.
+  int async_fd() const;
+  std::optional<AsyncEvent> get_async_event(int timeout_ms);
+
+ private:
+  friend class EventChannel;
+  friend class ProtectionDomain;
+  explicit Context(std::shared_ptr<detail::ContextImpl> impl) : impl_(std::move(impl)) {}
+  std::shared_ptr<detail::ContextImpl> impl_;
+};
+
+class MemoryRegion {
+ public:
+  std::uint32_t lkey() const;
+  std::uint32_t rkey() const;  // the STag a peer uses; equal to lkey
+  void* addr() const;
+  std::size_t length() const;
+  std::uint32_t access() const;
+  // An SGE covering [offset, offset + length) of this region.
+  Sge sge(std::size_t offset, std::uint32_t length) const;
+  // Deregisters now (also done by the destructor); later accesses by peers are refused.
+  void deregister();
+
+ private:
+  friend class ProtectionDomain;
+  explicit MemoryRegion(std::shared_ptr<detail::MrImpl> impl) : impl_(std::move(impl)) {}
+  std::shared_ptr<detail::MrImpl> impl_;
+};
+
+class CompletionChannel {
+ public:
+  int fd() const;  // readable while events are undelivered
+  // Waits for one event (timeout_ms: 0 polls, -1 forever); returns the CQ's user context,
+  // or nullopt on timeout. Each armed CQ fires at most one event per req_notify.
+  std::optional<void*> get_event(int timeout_ms);
+
+ private:
+  friend class Context;
+  explicit CompletionChannel(std::shared_ptr<detail::ChannelImpl> impl) : impl_(std::move(impl)) {}
+  std::shared_ptr<detail::ChannelImpl> impl_;
+};
+
+class CompletionQueue {
+ public:
+  // Moves up to out.size() completions into out; returns how many. Never blocks.
+  std::size_t poll(std::span<WorkCompletion> out);
+  // Arms the CQ for one event on its channel: the next completion, or (solicited_only) the
+  // next Send with Solicited Event or error completion.
+  Status req_notify(bool solicited_only = false);
+  std::uint32_t capacity() const;
+
+ private:
+  friend class Context;
+  friend class ProtectionDomain;
+  explicit CompletionQueue(std::shared_ptr<detail::CqImpl> impl) : impl_(std::move(impl)) {}
+  std::shared_ptr<detail::CqImpl> impl_;
+};
+
+class SharedReceiveQueue {
+ public:
+  Status post_recv(const RecvWr& wr);
+  // Arms the SRQ limit event: fires once when fewer than `limit` receives remain.
+  void arm_limit(std::uint32_t limit);
+  std::size_t size() const;
+
+ private:
+  friend class ProtectionDomain;
+  explicit SharedReceiveQueue(std::shared_ptr<detail::SrqImpl> impl) : impl_(std::move(impl)) {}
+  std::shared_ptr<detail::SrqImpl> impl_;
+};
+
+struct QpInitAttr {
+  CompletionQueue* send_cq = nullptr;
+  CompletionQueue* recv_cq = nullptr;
+  SharedReceiveQueue* srq = nullptr;
+  QpCaps caps{};
+  bool signal_all = false;  // every send WR completes with a completion
+  void* user_context = nullptr;
+};
+
+class QueuePair {
+ public:
+  std::uint32_t qp_num() const;
+  QpState state() const;
+  // Posts one work request. Errors: a request the QP cannot take (bad opcode, too many SGEs,
+  // full queue, QP not yet connected). Failures during processing become completions.
+  Status post_send(const SendWr& wr);
+  Status post_recv(const RecvWr& wr);
+  Status modify_state(QpState target);
+  // The negotiated inbound and outbound RDMA Read limits (after connection).
+  std::uint16_t ird() const;
+  std::uint16_t ord() const;
+
+ private:
+  friend class ProtectionDomain;
+  friend class EventChannel;
+  friend class Connection;
+  explicit QueuePair(std::shared_ptr<detail::QpImpl> impl) : impl_(std::move(impl)) {}
+  std::shared_ptr<detail::QpImpl> impl_;
+};
+
+class ProtectionDomain {
+ public:
+  // Registers [addr, addr + length) with the access:: rights given. The memory stays owned by
+  // the application and must stay valid until the region is deregistered.
+  Result<MemoryRegion> reg_mr(void* addr, std::size_t length, std::uint32_t access);
+  Result<QueuePair> create_qp(const QpInitAttr& attr);
+  Result<SharedReceiveQueue> create_srq(std::uint32_t max_wr, std::uint32_t max_sge, void* user_context = nullptr);
+
+ private:
+  friend class Context;
+  explicit ProtectionDomain(std::shared_ptr<detail::PdImpl> impl) : impl_(std::move(impl)) {}
+  std::shared_ptr<detail::PdImpl> impl_;
+};
+
+}  // namespace uwarp

@@ -1,0 +1,109 @@
+// The native connection-manager API (include/uwarp/cm.h) over the cm layer.
+#include "uwarp/cm.h"
+
+#include "api/impl.h"
+#include "cm/listener.h"
+
+namespace uwarp {
+namespace {
+
+proto::MpaParams to_mpa(const ConnectionParams& p) {
+  proto::MpaParams m;
+  m.revision = p.mpa_revision;
+  m.crc = p.crc;
+  m.peer_to_peer = p.peer_to_peer;
+  m.ird = p.ird;
+  m.ord = p.ord;
+  m.private_data = p.private_data;
+  return m;
+}
+
+Status check(const ConnectionParams& p) {
+  if (p.mpa_revision != 1 && p.mpa_revision != 2) return Status(Errc::kInvalidArgument, "MPA revision must be 1 or 2");
+  if (p.peer_to_peer && p.mpa_revision != 2) return Status(Errc::kInvalidArgument, "peer-to-peer needs MPA revision 2");
+  if (p.ird > 128 || p.ord > 128) return Status(Errc::kInvalidArgument, "IRD and ORD are at most 128");
+  if (p.private_data.size() > proto::kMaxPrivateData) return Status(Errc::kInvalidArgument, "private data too long");
+  return Status::ok();
+}
+
+}  // namespace
+
+std::string_view to_string(CmEventType t) { return cm::to_string(static_cast<cm::CmEventType>(t)); }
+
+Result<EventChannel> EventChannel::create(const Context& context) {
+  auto ch = std::make_shared<detail::EventChannelImpl>();
+  ch->ctx = context.impl_;
+  return EventChannel(std::move(ch));
+}
+
+int EventChannel::fd() const { return impl_->events->fd(); }
+
+std::optional<CmEvent> EventChannel::get_event(int timeout_ms) {
+  auto e = impl_->events->take(timeout_ms);
+  if (!e) return std::nullopt;
+  CmEvent out;
+  out.type = static_cast<CmEventType>(e->type);
+  out.connection = Connection(e->connection);
+  out.private_data = std::move(e->private_data);
+  out.status = std::move(e->status);
+  return out;
+}
+
+Result<Listener> EventChannel::listen(const std::string& host, std::uint16_t port, int backlog) {
+  auto addr = io::SocketAddress::resolve(host, port);
+  if (!addr) return Unexpected{addr.error()};
+  auto l = cm::Listener::listen(impl_->ctx->engine, impl_->events, *addr, backlog);
+  if (!l) return Unexpected{l.error()};
+  (*l)->set_owner(impl_->ctx);
+  return Listener(std::move(*l));
+}
+
+Result<Connection> EventChannel::connect(const std::string& host, std::uint16_t port, QueuePair& qp,
+                                         const ConnectionParams& params) {
+  if (Status s = check(params); !s) return Unexpected{s};
+  auto addr = io::SocketAddress::resolve(host, port);
+  if (!addr) return Unexpected{addr.error()};
+  cm::ConnectOptions opts;
+  opts.mpa = to_mpa(params);
+  opts.mpa_timeout = std::chrono::milliseconds(params.timeout_ms);
+  auto c = cm::Connection::connect(impl_->ctx->engine, impl_->events, *addr, *qp.impl_->qp, opts);
+  if (!c) return Unexpected{c.error()};
+  (*c)->set_owner(impl_->ctx);
+  qp.impl_->bind(*c);
+  return Connection(std::move(*c));
+}
+
+Status Connection::accept(QueuePair& qp, const ConnectionParams& params) {
+  if (!impl_) return Status(Errc::kInvalidState, "no connection");
+  if (Status s = check(params); !s) return s;
+  qp.impl_->bind(impl_);
+  return impl_->accept(*qp.impl_->qp, to_mpa(params));
+}
+
+Status Connection::reject(std::span<const std::uint8_t> private_data) {
+  if (!impl_) return Status(Errc::kInvalidState, "no connection");
+  return impl_->reject(private_data);
+}
+
+void Connection::disconnect() {
+  if (impl_) impl_->disconnect();
+}
+
+std::string Connection::peer_address() const { return impl_ ? impl_->peer_address().to_string() : ""; }
+std::string Connection::local_address() const { return impl_ ? impl_->local_address().to_string() : ""; }
+bool Connection::crc() const { return impl_ && (impl_->outcome().crc || impl_->request().crc); }
+std::uint8_t Connection::mpa_revision() const {
+  if (!impl_) return 0;
+  return impl_->outcome().revision != 0 ? impl_->outcome().revision : impl_->request().revision;
+}
+std::uint16_t Connection::peer_ird() const {
+  return impl_ && impl_->request().words ? impl_->request().words->ird : 0;
+}
+std::uint16_t Connection::peer_ord() const {
+  return impl_ && impl_->request().words ? impl_->request().words->ord : 0;
+}
+
+std::uint16_t Listener::port() const { return impl_->address().port(); }
+void Listener::close() { impl_->close(); }
+
+}  // namespace uwarp

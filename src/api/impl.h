@@ -1,0 +1,99 @@
+// The objects behind the public handles (include/uwarp/verbs.h, cm.h). Each keeps alive what it
+// was created from, so that handles may be destroyed in any order.
+#pragma once
+
+#include <memory>
+#include <mutex>
+
+#include "cm/connection.h"
+#include "cm/events.h"
+#include "runtime/completion_channel.h"
+#include "runtime/engine.h"
+#include "verbs/completion_queue.h"
+#include "verbs/device.h"
+#include "verbs/protection_domain.h"
+#include "verbs/queue_pair.h"
+#include "verbs/receive_queue.h"
+
+namespace uwarp::detail {
+
+struct ContextImpl {
+  verbs::Device device;
+  runtime::AsyncEventQueue async;
+  // Last member: the progress thread stops first, before anything it may touch.
+  runtime::Engine engine;
+  ContextImpl() { device.set_async_sink(&async); }
+  ~ContextImpl() { device.set_async_sink(nullptr); }
+};
+
+struct PdImpl {
+  std::shared_ptr<ContextImpl> ctx;
+  verbs::ProtectionDomain pd;
+  PdImpl(std::shared_ptr<ContextImpl> c) : ctx(std::move(c)), pd(ctx->device.allocate_pd_handle()) {}
+};
+
+struct MrImpl {
+  std::shared_ptr<PdImpl> pd;
+  verbs::MemoryRegionRef mr;
+  std::mutex mu;
+  bool registered = true;
+  void deregister() {
+    std::lock_guard lock(mu);
+    if (!registered) return;
+    registered = false;
+    pd->ctx->device.stags().erase(mr->stag);
+    pd->pd.users.fetch_sub(1);
+  }
+  ~MrImpl() { deregister(); }
+};
+
+struct ChannelImpl {
+  std::shared_ptr<ContextImpl> ctx;
+  runtime::CompletionChannel channel;
+};
+
+struct CqImpl {
+  std::shared_ptr<ContextImpl> ctx;
+  std::shared_ptr<ChannelImpl> channel;
+  verbs::CompletionQueue cq;
+  CqImpl(std::shared_ptr<ContextImpl> c, std::shared_ptr<ChannelImpl> ch, std::uint32_t n, void* user)
+      : ctx(std::move(c)), channel(std::move(ch)), cq(n, channel ? &channel->channel : nullptr, user) {}
+};
+
+struct SrqImpl {
+  std::shared_ptr<PdImpl> pd;
+  verbs::ReceiveQueue rq;
+  void* user_context;
+  SrqImpl(std::shared_ptr<PdImpl> p, std::uint32_t max_wr, std::uint32_t max_sge, void* user)
+      : pd(std::move(p)), rq(&pd->pd, max_wr, max_sge), user_context(user) {}
+};
+
+struct QpImpl {
+  std::shared_ptr<PdImpl> pd;
+  std::shared_ptr<CqImpl> send_cq;
+  std::shared_ptr<CqImpl> recv_cq;
+  std::shared_ptr<SrqImpl> srq;
+  std::unique_ptr<verbs::QueuePair> qp;
+  std::mutex mu;
+  std::weak_ptr<cm::Connection> connection;
+  void bind(const std::shared_ptr<cm::Connection>& c) {
+    std::lock_guard lock(mu);
+    connection = c;
+  }
+  ~QpImpl() {
+    // The connection must stop using the QP before it goes.
+    std::shared_ptr<cm::Connection> c;
+    {
+      std::lock_guard lock(mu);
+      c = connection.lock();
+    }
+    if (c) c->abort();
+  }
+};
+
+struct EventChannelImpl {
+  std::shared_ptr<ContextImpl> ctx;
+  std::shared_ptr<cm::EventChannel> events = std::make_shared<cm::EventChannel>();
+};
+
+}  // namespace uwarp::detail

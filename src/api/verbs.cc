@@ -1,0 +1,130 @@
+// The native verbs API (include/uwarp/verbs.h) over the verbs and runtime layers.
+#include "uwarp/verbs.h"
+
+#include "api/impl.h"
+
+namespace uwarp {
+
+Result<Context> Context::open() { return Context(std::make_shared<detail::ContextImpl>()); }
+
+const DeviceLimits& Context::limits() const { return impl_->device.limits(); }
+
+Result<ProtectionDomain> Context::alloc_pd() { return ProtectionDomain(std::make_shared<detail::PdImpl>(impl_)); }
+
+Result<CompletionChannel> Context::create_comp_channel() {
+  auto ch = std::make_shared<detail::ChannelImpl>();
+  ch->ctx = impl_;
+  return CompletionChannel(std::move(ch));
+}
+
+Result<CompletionQueue> Context::create_cq(std::uint32_t min_entries, CompletionChannel* channel, void* user_context) {
+  if (min_entries == 0 || min_entries > impl_->device.limits().max_cqe) {
+    return error(Errc::kInvalidArgument, "CQ size out of range");
+  }
+  return CompletionQueue(std::make_shared<detail::CqImpl>(impl_, channel ? channel->impl_ : nullptr, min_entries,
+                                                          user_context));
+}
+
+int Context::async_fd() const { return impl_->async.fd(); }
+
+std::optional<AsyncEvent> Context::get_async_event(int timeout_ms) {
+  auto e = impl_->async.take(timeout_ms);
+  if (!e) return std::nullopt;
+  return AsyncEvent{e->type, e->qp_num, e->object_context, e->detail};
+}
+
+std::uint32_t MemoryRegion::lkey() const { return impl_->mr->stag; }
+std::uint32_t MemoryRegion::rkey() const { return impl_->mr->stag; }
+void* MemoryRegion::addr() const { return impl_->mr->addr; }
+std::size_t MemoryRegion::length() const { return impl_->mr->length; }
+std::uint32_t MemoryRegion::access() const { return impl_->mr->access; }
+Sge MemoryRegion::sge(std::size_t offset, std::uint32_t length) const {
+  return Sge{impl_->mr->iova + offset, length, impl_->mr->stag};
+}
+void MemoryRegion::deregister() { impl_->deregister(); }
+
+int CompletionChannel::fd() const { return impl_->channel.fd(); }
+
+std::optional<void*> CompletionChannel::get_event(int timeout_ms) {
+  verbs::CompletionQueue* cq = impl_->channel.wait(timeout_ms);
+  if (cq == nullptr) return std::nullopt;
+  return cq->user_context();
+}
+
+std::size_t CompletionQueue::poll(std::span<WorkCompletion> out) { return impl_->cq.poll(out); }
+
+Status CompletionQueue::req_notify(bool solicited_only) {
+  if (!impl_->channel) return Status(Errc::kInvalidState, "CQ has no completion channel");
+  impl_->cq.arm(solicited_only);
+  return Status::ok();
+}
+
+std::uint32_t CompletionQueue::capacity() const { return impl_->cq.capacity(); }
+
+Status SharedReceiveQueue::post_recv(const RecvWr& wr) { return impl_->rq.post(wr); }
+void SharedReceiveQueue::arm_limit(std::uint32_t limit) { impl_->rq.arm_limit(limit); }
+std::size_t SharedReceiveQueue::size() const { return impl_->rq.size(); }
+
+std::uint32_t QueuePair::qp_num() const { return impl_->qp->qp_num(); }
+QpState QueuePair::state() const { return impl_->qp->state(); }
+Status QueuePair::post_send(const SendWr& wr) { return impl_->qp->post_send(wr); }
+Status QueuePair::post_recv(const RecvWr& wr) { return impl_->qp->post_recv(wr); }
+Status QueuePair::modify_state(QpState target) { return impl_->qp->modify_state(target); }
+std::uint16_t QueuePair::ird() const { return impl_->qp->ird(); }
+std::uint16_t QueuePair::ord() const { return impl_->qp->ord(); }
+
+Result<MemoryRegion> ProtectionDomain::reg_mr(void* addr, std::size_t length, std::uint32_t access_flags) {
+  if (addr == nullptr && length > 0) return error(Errc::kInvalidArgument, "null address");
+  if ((access_flags & ~access::kAll) != 0) return error(Errc::kInvalidArgument, "unknown access flags");
+  // The verbs rule: remote write or atomic access needs local write access too.
+  if ((access_flags & (access::kRemoteWrite | access::kRemoteAtomic)) != 0 && (access_flags & access::kLocalWrite) == 0) {
+    return error(Errc::kInvalidArgument, "remote write access requires local write access");
+  }
+  auto mr = std::make_shared<verbs::MemoryRegion>();
+  mr->addr = static_cast<std::uint8_t*>(addr);
+  mr->length = length;
+  mr->iova = reinterpret_cast<std::uintptr_t>(addr);
+  mr->access = access_flags;
+  mr->pd = &impl_->pd;
+  if (!impl_->ctx->device.stags().insert(mr)) return error(Errc::kNoResources, "STag table is full");
+  impl_->pd.users.fetch_add(1);
+  auto m = std::make_shared<detail::MrImpl>();
+  m->pd = impl_;
+  m->mr = std::move(mr);
+  return MemoryRegion(std::move(m));
+}
+
+Result<QueuePair> ProtectionDomain::create_qp(const QpInitAttr& attr) {
+  if (attr.send_cq == nullptr || attr.recv_cq == nullptr) return error(Errc::kInvalidArgument, "a QP needs two CQs");
+  const DeviceLimits& lim = impl_->ctx->device.limits();
+  const QpCaps& c = attr.caps;
+  if (c.max_send_wr == 0 || c.max_send_wr > lim.max_qp_wr || c.max_recv_wr > lim.max_qp_wr ||
+      c.max_send_sge > lim.max_sge || c.max_recv_sge > lim.max_sge || c.max_inline_data > lim.max_inline_data) {
+    return error(Errc::kInvalidArgument, "QP capabilities exceed the device limits");
+  }
+  auto q = std::make_shared<detail::QpImpl>();
+  q->pd = impl_;
+  q->send_cq = attr.send_cq->impl_;
+  q->recv_cq = attr.recv_cq->impl_;
+  q->srq = attr.srq ? attr.srq->impl_ : nullptr;
+  verbs::QpConfig cfg;
+  cfg.pd = &impl_->pd;
+  cfg.send_cq = &q->send_cq->cq;
+  cfg.recv_cq = &q->recv_cq->cq;
+  cfg.srq = q->srq ? &q->srq->rq : nullptr;
+  cfg.caps = c;
+  cfg.signal_all = attr.signal_all;
+  cfg.user_context = attr.user_context;
+  q->qp = std::make_unique<verbs::QueuePair>(impl_->ctx->device, cfg);
+  return QueuePair(std::move(q));
+}
+
+Result<SharedReceiveQueue> ProtectionDomain::create_srq(std::uint32_t max_wr, std::uint32_t max_sge, void* user_context) {
+  const DeviceLimits& lim = impl_->ctx->device.limits();
+  if (max_wr == 0 || max_wr > lim.max_srq_wr || max_sge > lim.max_srq_sge) {
+    return error(Errc::kInvalidArgument, "SRQ size exceeds the device limits");
+  }
+  return SharedReceiveQueue(std::make_shared<detail::SrqImpl>(impl_, max_wr, max_sge, user_context));
+}
+
+}  // namespace uwarp

@@ -1,0 +1,360 @@
+#include "cm/connection.h"
+
+#include <cerrno>
+#include <cstring>
+
+#include "cm/listener.h"
+#include "wire/fpdu.h"
+
+namespace uwarp::cm {
+namespace {
+
+constexpr std::size_t kHandshakeRead = 2048;
+
+// A Terminate framed as an FPDU without CRC, for failures during connection setup (RFC 6581
+// section 4: e.g. no matching RTR; Linux siw sends the same).
+std::vector<std::uint8_t> setup_terminate(const wire::TerminateCode& code) {
+  std::array<std::uint8_t, wire::kUntaggedHeaderSize + wire::kTerminateControlSize> ulpdu{};
+  wire::DdpHeader h;
+  h.tagged = false;
+  h.last = true;
+  h.opcode = static_cast<std::uint8_t>(wire::RdmapOpcode::kTerminate);
+  h.queue = wire::kQueueTerminate;
+  h.msn = 1;
+  wire::encode_ddp_header(h, ulpdu);
+  wire::TerminateMessage m;
+  m.code = code;
+  wire::encode_terminate(m, ByteSpan(ulpdu).subspan(wire::kUntaggedHeaderSize));
+  std::vector<std::uint8_t> out(wire::fpdu_size(ulpdu.size()));
+  wire::encode_fpdu(ulpdu, false, out);
+  return out;
+}
+
+}  // namespace
+
+std::string_view to_string(CmEventType t) {
+  switch (t) {
+    case CmEventType::kConnectRequest: return "CONNECT_REQUEST";
+    case CmEventType::kEstablished: return "ESTABLISHED";
+    case CmEventType::kRejected: return "REJECTED";
+    case CmEventType::kConnectError: return "CONNECT_ERROR";
+    case CmEventType::kDisconnected: return "DISCONNECTED";
+  }
+  return "?";
+}
+
+Connection::Connection(runtime::Engine& engine, const std::shared_ptr<EventChannel>& events) : engine_(engine), events_(events) {}
+
+Connection::~Connection() {
+  // The stream may outlive its connection object only long enough to close.
+  if (stream_) stream_->abort();
+}
+
+Result<std::shared_ptr<Connection>> Connection::connect(runtime::Engine& engine, const std::shared_ptr<EventChannel>& events,
+                                                        const io::SocketAddress& peer, verbs::QueuePair& qp,
+                                                        const ConnectOptions& options) {
+  if (options.mpa.private_data.size() > proto::kMaxPrivateData) {
+    return error(Errc::kInvalidArgument, "private data longer than 508 bytes");
+  }
+  auto fd = io::tcp_connect_start(peer);
+  if (!fd) return Unexpected{fd.error()};
+  std::shared_ptr<Connection> c(new Connection(engine, events));
+  c->active_ = true;
+  c->peer_ = peer;
+  c->qp_ = &qp;
+  c->fd_ = std::move(*fd);
+  c->local_ = io::local_address(c->fd_.get());
+  c->initiator_.emplace(options.mpa);
+  c->self_ = c;
+  const auto timeout = options.mpa_timeout;
+  engine.post([c, timeout] {
+    if (Status s = c->engine_.backend().attach(c->fd_.get(), c.get()); !s) {
+      c->fail(CmEventType::kConnectError, s, std::nullopt);
+      return;
+    }
+    std::weak_ptr<Connection> weak = c;
+    c->timer_ = c->engine_.add_timer(runtime::Clock::now() + timeout, [weak] {
+      auto self = weak.lock();
+      if (self && (self->state_ == State::kConnecting || self->state_ == State::kAwaitingReply)) {
+        self->fail(CmEventType::kConnectError, Status(Errc::kTimedOut, "no MPA reply in time"), std::nullopt);
+      }
+    });
+    c->engine_.backend().connect_wait(c->fd_.get());
+  });
+  return c;
+}
+
+std::shared_ptr<Connection> Connection::accepted(runtime::Engine& engine, const std::shared_ptr<EventChannel>& events,
+                                                 std::shared_ptr<Listener> listener, io::Fd fd,
+                                                 const io::SocketAddress& peer, std::chrono::milliseconds timeout) {
+  // Engine thread.
+  std::shared_ptr<Connection> c(new Connection(engine, events));
+  c->listener_ = listener;
+  c->owner_ = listener->owner();
+  c->peer_ = peer;
+  c->fd_ = std::move(fd);
+  c->local_ = io::local_address(c->fd_.get());
+  c->state_ = State::kAwaitingRequest;
+  if (!engine.backend().attach(c->fd_.get(), c.get())) return nullptr;
+  std::weak_ptr<Connection> weak = c;
+  c->timer_ = engine.add_timer(runtime::Clock::now() + timeout, [weak] {
+    auto self = weak.lock();
+    if (self && self->state_ == State::kAwaitingRequest) self->close_handshake();
+  });
+  // The listener keeps pending connections alive until the application answers them.
+  listener->adopt(c);
+  c->arm_handshake_recv();
+  return c;
+}
+
+void Connection::arm_handshake_recv() {
+  if (rx_.size() < rx_used_ + kHandshakeRead) rx_.resize(rx_used_ + kHandshakeRead);
+  engine_.backend().recv(fd_.get(), ByteSpan(rx_.data() + rx_used_, kHandshakeRead));
+}
+
+void Connection::on_connect(int err) {
+  if (state_ != State::kConnecting) return;
+  if (err != 0) {
+    fail(CmEventType::kConnectError,
+         Status(err == ECONNREFUSED ? Errc::kConnectionRefused : Errc::kIoError,
+                std::string("connect: ") + std::strerror(err)),
+         std::nullopt);
+    return;
+  }
+  local_ = io::local_address(fd_.get());
+  state_ = State::kAwaitingReply;
+  send_frame(initiator_->request());
+  arm_handshake_recv();
+}
+
+void Connection::send_frame(std::vector<std::uint8_t> frame) {
+  const long n = io::send_bytes(fd_.get(), frame);
+  if (n == static_cast<long>(frame.size())) return;
+  tx_ = std::move(frame);
+  const std::size_t sent = n > 0 ? static_cast<std::size_t>(n) : 0;
+  tx_iov_ = iovec{tx_.data() + sent, tx_.size() - sent};
+  engine_.backend().send(fd_.get(), std::span<const iovec>(&tx_iov_, 1));
+}
+
+void Connection::on_send(long result) {
+  if (result < 0) return;  // the receive side reports the failure
+  const auto n = static_cast<std::size_t>(result);
+  if (n < tx_iov_.iov_len) {
+    tx_iov_.iov_base = static_cast<std::uint8_t*>(tx_iov_.iov_base) + n;
+    tx_iov_.iov_len -= n;
+    engine_.backend().send(fd_.get(), std::span<const iovec>(&tx_iov_, 1));
+  }
+}
+
+void Connection::on_recv(long result) {
+  if (state_ != State::kAwaitingReply && state_ != State::kAwaitingRequest) return;
+  if (result <= 0) {
+    const Status why = result == 0 ? Status(Errc::kConnectionReset, "peer closed during the MPA exchange")
+                                   : Status(Errc::kIoError, std::string("receive: ") +
+                                                                std::strerror(static_cast<int>(-result)));
+    if (active_) {
+      fail(CmEventType::kConnectError, why, std::nullopt);
+    } else {
+      close_handshake();
+    }
+    return;
+  }
+  rx_used_ += static_cast<std::size_t>(result);
+  on_handshake_bytes();
+}
+
+void Connection::on_handshake_bytes() {
+  const ConstByteSpan got(rx_.data(), rx_used_);
+  if (active_) {
+    const proto::MpaProgress p = initiator_->on_reply_bytes(got);
+    switch (p.step) {
+      case proto::MpaStep::kNeedMore:
+        if (rx_used_ > wire::kMpaMaxFrameSize + 64) {
+          fail(CmEventType::kConnectError, Status(Errc::kProtocolError, "oversized MPA reply"), std::nullopt);
+          return;
+        }
+        arm_handshake_recv();
+        return;
+      case proto::MpaStep::kFailed:
+        fail(CmEventType::kConnectError, Status(Errc::kProtocolError, p.reason), p.terminate);
+        return;
+      case proto::MpaStep::kRejected:
+        outcome_ = initiator_->outcome();
+        emit(CmEventType::kRejected, Status(Errc::kRejected, p.reason), outcome_.peer_private_data);
+        close_handshake();
+        return;
+      case proto::MpaStep::kDone: {
+        outcome_ = initiator_->outcome();
+        verbs::LinkParams lp;
+        lp.crc = outcome_.crc;
+        lp.ird = outcome_.ird;
+        lp.ord = outcome_.ord;
+        lp.send_rtr = outcome_.rtr;
+        start_stream(lp, got.subspan(p.consumed));
+        if (state_ == State::kEstablishing) {
+          state_ = State::kEstablished;
+          emit(CmEventType::kEstablished, Status::ok(), outcome_.peer_private_data);
+        }
+        return;
+      }
+    }
+  }
+  const proto::MpaProgress p = responder_.on_request_bytes(got);
+  switch (p.step) {
+    case proto::MpaStep::kNeedMore:
+      if (rx_used_ > wire::kMpaMaxFrameSize + 64) {
+        close_handshake();
+        return;
+      }
+      arm_handshake_recv();
+      return;
+    case proto::MpaStep::kFailed:
+    case proto::MpaStep::kRejected:
+      close_handshake();
+      return;
+    case proto::MpaStep::kDone:
+      if (p.consumed != rx_used_) {
+        // An initiator sends nothing after its request until it has the reply.
+        close_handshake();
+        return;
+      }
+      if (responder_.request().markers) {
+        // RFC 5044 markers are not supported: refuse cleanly, saying why.
+        static constexpr char kWhy[] = "uwarp: MPA markers not supported";
+        send_frame(responder_.reject(ConstByteSpan(reinterpret_cast<const std::uint8_t*>(kWhy), sizeof kWhy - 1)));
+        close_handshake();
+        return;
+      }
+      if (timer_ != 0) engine_.cancel_timer(timer_);
+      timer_ = 0;
+      state_ = State::kRequestPending;
+      emit(CmEventType::kConnectRequest, Status::ok(), responder_.request().private_data);
+      return;
+  }
+}
+
+Status Connection::accept(verbs::QueuePair& qp, const proto::MpaParams& local) {
+  if (local.private_data.size() > proto::kMaxPrivateData) {
+    return Status(Errc::kInvalidArgument, "private data longer than 508 bytes");
+  }
+  Status result;
+  engine_.run_sync([&] {
+    if (state_ != State::kRequestPending) {
+      result = Status(Errc::kInvalidState, "no connection request is pending");
+      return;
+    }
+    qp_ = &qp;
+    send_frame(responder_.accept(local));
+    outcome_ = responder_.outcome();
+    verbs::LinkParams lp;
+    lp.crc = outcome_.crc;
+    lp.ird = outcome_.ird;
+    lp.ord = outcome_.ord;
+    lp.expect_rtr = outcome_.rtr;
+    start_stream(lp, {});
+    if (auto l = listener_.lock()) l->release(this);
+    if (state_ == State::kEstablishing && outcome_.rtr == proto::RtrType::kNone) {
+      state_ = State::kEstablished;
+      emit(CmEventType::kEstablished, Status::ok());
+    }
+  });
+  return result;
+}
+
+Status Connection::reject(std::span<const std::uint8_t> private_data) {
+  if (private_data.size() > proto::kMaxPrivateData) {
+    return Status(Errc::kInvalidArgument, "private data longer than 508 bytes");
+  }
+  Status result;
+  engine_.run_sync([&] {
+    if (state_ != State::kRequestPending) {
+      result = Status(Errc::kInvalidState, "no connection request is pending");
+      return;
+    }
+    send_frame(responder_.reject(private_data));
+    close_handshake();
+  });
+  return result;
+}
+
+void Connection::start_stream(const verbs::LinkParams& params, ConstByteSpan early) {
+  if (timer_ != 0) engine_.cancel_timer(timer_);
+  timer_ = 0;
+  engine_.backend().detach(fd_.get());
+  state_ = State::kEstablishing;
+  if (self_) engine_.retire(std::move(self_));
+  stream_ = std::make_shared<runtime::Stream>(engine_, std::move(fd_), *qp_, weak_from_this());
+  stream_->start(params, early);
+}
+
+void Connection::stream_rtr_received() {
+  if (state_ != State::kEstablishing) return;
+  state_ = State::kEstablished;
+  emit(CmEventType::kEstablished, Status::ok());
+}
+
+void Connection::stream_closed(bool graceful, const std::string& why) {
+  const bool was_up = state_ == State::kEstablished || state_ == State::kEstablishing;
+  state_ = State::kClosed;
+  if (stream_) engine_.retire(std::move(stream_));
+  if (was_up && !disconnected_event_sent_) {
+    disconnected_event_sent_ = true;
+    emit(CmEventType::kDisconnected, graceful ? Status::ok() : Status(Errc::kConnectionReset, why));
+  }
+}
+
+void Connection::disconnect() {
+  engine_.run_sync([&] {
+    if (stream_) {
+      stream_->disconnect();
+    } else if (state_ != State::kClosed) {
+      close_handshake();
+    }
+  });
+}
+
+void Connection::abort() {
+  engine_.run_sync([&] {
+    disconnected_event_sent_ = true;  // the application asked: no event
+    if (stream_) {
+      stream_->abort();
+      engine_.retire(std::move(stream_));
+    }
+    if (state_ != State::kClosed) close_handshake();
+    qp_ = nullptr;
+  });
+}
+
+void Connection::fail(CmEventType type, Status why, std::optional<wire::TerminateCode> terminate) {
+  if (terminate && fd_.valid()) {
+    const auto t = setup_terminate(*terminate);
+    [[maybe_unused]] long n = io::send_bytes(fd_.get(), t);
+  }
+  close_handshake();
+  emit(type, std::move(why));
+}
+
+void Connection::close_handshake() {
+  // Engine thread.
+  if (timer_ != 0) engine_.cancel_timer(timer_);
+  timer_ = 0;
+  if (fd_.valid()) {
+    engine_.backend().detach(fd_.get());
+    fd_.reset();
+  }
+  state_ = State::kClosed;
+  if (auto l = listener_.lock()) l->release(this);
+  if (self_) engine_.retire(std::move(self_));
+}
+
+void Connection::emit(CmEventType type, Status status, std::vector<std::uint8_t> private_data) {
+  CmEvent e;
+  e.type = type;
+  e.connection = shared_from_this();
+  if (type == CmEventType::kConnectRequest) e.listener = listener_.lock();
+  e.private_data = std::move(private_data);
+  e.status = std::move(status);
+  if (auto ch = events_.lock()) ch->push(std::move(e));
+}
+
+}  // namespace uwarp::cm

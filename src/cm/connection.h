@@ -1,0 +1,109 @@
+// One iWARP connection: TCP connect or accept, the MPA exchange (proto::MpaInitiator /
+// MpaResponder), then the stream that carries the QP's traffic (runtime::Stream). One TCP
+// connection per QP; ports are TCP ports.
+//
+// Threads: the handshake runs on the engine thread; connect/accept/reject/disconnect may be
+// called from any thread. The QP must outlive the connection's use of it: destroy the
+// connection (or call abort()) before the QP.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <vector>
+
+#include "cm/events.h"
+#include "io/backend.h"
+#include "proto/mpa_negotiator.h"
+#include "runtime/engine.h"
+#include "runtime/stream.h"
+#include "verbs/queue_pair.h"
+
+namespace uwarp::cm {
+
+struct ConnectOptions {
+  proto::MpaParams mpa;
+  std::chrono::milliseconds mpa_timeout{10000};  // as Linux siw: 10 s for the reply
+};
+
+class Connection final : public io::IoHandler,
+                         public runtime::StreamObserver,
+                         public std::enable_shared_from_this<Connection> {
+ public:
+  // Active side: connects `qp` to `peer`; kEstablished, kRejected or kConnectError follows.
+  static Result<std::shared_ptr<Connection>> connect(runtime::Engine& engine, const std::shared_ptr<EventChannel>& events,
+                                                     const io::SocketAddress& peer, verbs::QueuePair& qp,
+                                                     const ConnectOptions& options);
+  // Passive side: a connection accepted by a listener; reads the MPA request.
+  static std::shared_ptr<Connection> accepted(runtime::Engine& engine, const std::shared_ptr<EventChannel>& events,
+                                              std::shared_ptr<Listener> listener, io::Fd fd,
+                                              const io::SocketAddress& peer, std::chrono::milliseconds timeout);
+  ~Connection() override;
+
+  // Passive side, after kConnectRequest.
+  Status accept(verbs::QueuePair& qp, const proto::MpaParams& local);
+  Status reject(std::span<const std::uint8_t> private_data);
+  // Graceful close: work in flight completes or flushes; kDisconnected follows.
+  void disconnect();
+  // Unbinds the QP at once and closes (no further events).
+  void abort();
+
+  const proto::MpaRequestInfo& request() const { return responder_.request(); }
+  const proto::MpaOutcome& outcome() const { return outcome_; }
+  const io::SocketAddress& peer_address() const { return peer_; }
+  const io::SocketAddress& local_address() const { return local_; }
+  verbs::QueuePair* qp() const { return qp_; }
+  void set_owner(std::shared_ptr<void> owner) { owner_ = std::move(owner); }
+  const std::shared_ptr<void>& owner() const { return owner_; }
+  void set_context(void* c) { context_ = c; }
+  void* context() const { return context_; }
+
+  // io::IoHandler (handshake, engine thread).
+  void on_connect(int error) override;
+  void on_recv(long result) override;
+  void on_send(long result) override;
+  // runtime::StreamObserver.
+  void stream_rtr_received() override;
+  void stream_closed(bool graceful, const std::string& why) override;
+
+ private:
+  enum class State : std::uint8_t {
+    kConnecting, kAwaitingReply, kAwaitingRequest, kRequestPending, kEstablishing, kEstablished, kClosed
+  };
+  Connection(runtime::Engine& engine, const std::shared_ptr<EventChannel>& events);
+
+  void start_stream(const verbs::LinkParams& params, ConstByteSpan early);
+  void send_frame(std::vector<std::uint8_t> frame);
+  void arm_handshake_recv();
+  void on_handshake_bytes();
+  void fail(CmEventType type, Status why, std::optional<wire::TerminateCode> terminate);
+  void emit(CmEventType type, Status status, std::vector<std::uint8_t> private_data = {});
+  void close_handshake();
+
+  runtime::Engine& engine_;
+  std::weak_ptr<EventChannel> events_;
+  std::shared_ptr<void> owner_;  // keeps the engine's owner alive as long as this object
+  std::weak_ptr<Listener> listener_;
+  State state_ = State::kConnecting;
+  io::Fd fd_;
+  io::SocketAddress peer_;
+  io::SocketAddress local_;
+  verbs::QueuePair* qp_ = nullptr;
+  void* context_ = nullptr;
+  bool active_ = false;
+  std::optional<proto::MpaInitiator> initiator_;
+  proto::MpaResponder responder_;
+  proto::MpaOutcome outcome_;
+  std::vector<std::uint8_t> rx_;  // handshake bytes received so far
+  std::size_t rx_used_ = 0;
+  std::vector<std::uint8_t> tx_;  // handshake frame being sent
+  iovec tx_iov_{};
+  std::uint64_t timer_ = 0;
+  bool disconnected_event_sent_ = false;
+  std::shared_ptr<runtime::Stream> stream_;
+  std::shared_ptr<Connection> self_;  // active side: alive while the handshake runs
+};
+
+}  // namespace uwarp::cm

@@ -1,0 +1,239 @@
+// The epoll implementation of IoBackend: edge-triggered readiness turned into completions. Each
+// fd keeps "may be readable/writable" flags, set by epoll events and cleared by EAGAIN; an armed
+// operation whose flag is set is performed on the loop thread by run_once.
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <mutex>
+#include <thread>
+#include <unordered_map>
+#include <vector>
+
+#include "io/backend.h"
+
+namespace uwarp::io {
+namespace {
+
+class EpollBackend final : public IoBackend {
+ public:
+  EpollBackend() {
+    epfd_ = Fd(::epoll_create1(EPOLL_CLOEXEC));
+    wake_fd_ = Fd(::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC));
+    epoll_event ev{};
+    ev.events = EPOLLIN;
+    ev.data.fd = wake_fd_.get();
+    ::epoll_ctl(epfd_.get(), EPOLL_CTL_ADD, wake_fd_.get(), &ev);
+  }
+
+  Status attach(int fd, IoHandler* handler) override {
+    {
+      std::lock_guard lock(mu_);
+      FdState& s = fds_[fd];
+      s = FdState{};
+      s.handler = handler;
+    }
+    epoll_event ev{};
+    ev.events = EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLET;
+    ev.data.fd = fd;
+    if (::epoll_ctl(epfd_.get(), EPOLL_CTL_ADD, fd, &ev) != 0) {
+      std::lock_guard lock(mu_);
+      fds_.erase(fd);
+      return Status(Errc::kIoError, "epoll_ctl(ADD) failed");
+    }
+    return Status::ok();
+  }
+
+  void detach(int fd) override {
+    ::epoll_ctl(epfd_.get(), EPOLL_CTL_DEL, fd, nullptr);
+    std::lock_guard lock(mu_);
+    fds_.erase(fd);
+  }
+
+  void recv(int fd, ByteSpan into) override {
+    arm(fd, [&](FdState& s) {
+      s.recv_armed = true;
+      s.recv_buf = into;
+      return s.readable;
+    });
+  }
+  void send(int fd, std::span<const iovec> iov) override {
+    arm(fd, [&](FdState& s) {
+      s.send_armed = true;
+      s.send_iov = iov;
+      return s.writable;
+    });
+  }
+  void accept(int fd) override {
+    arm(fd, [&](FdState& s) {
+      s.accept_armed = true;
+      return s.readable;
+    });
+  }
+  void connect_wait(int fd) override {
+    arm(fd, [&](FdState& s) {
+      s.connect_armed = true;
+      s.writable = false;  // a connecting socket is not writable until the handshake ends
+      return false;
+    });
+  }
+
+  void wake() override {
+    const std::uint64_t one = 1;
+    [[maybe_unused]] ssize_t n = ::write(wake_fd_.get(), &one, sizeof one);
+  }
+
+  void run_once(int timeout_ms) override {
+    loop_thread_ = std::this_thread::get_id();
+    {
+      std::lock_guard lock(mu_);
+      if (!ready_.empty()) timeout_ms = 0;
+    }
+    epoll_event events[64];
+    const int n = ::epoll_wait(epfd_.get(), events, 64, timeout_ms);
+    {
+      std::lock_guard lock(mu_);
+      for (int i = 0; i < n; ++i) {
+        const int fd = events[i].data.fd;
+        if (fd == wake_fd_.get()) {
+          std::uint64_t v;
+          [[maybe_unused]] ssize_t r = ::read(fd, &v, sizeof v);
+          continue;
+        }
+        auto it = fds_.find(fd);
+        if (it == fds_.end()) continue;
+        const std::uint32_t e = events[i].events;
+        if (e & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR)) it->second.readable = true;
+        if (e & (EPOLLOUT | EPOLLHUP | EPOLLERR)) it->second.writable = true;
+        ready_.push_back(fd);
+      }
+    }
+    std::vector<int> batch;
+    {
+      std::lock_guard lock(mu_);
+      batch.swap(ready_);
+    }
+    std::sort(batch.begin(), batch.end());
+    batch.erase(std::unique(batch.begin(), batch.end()), batch.end());
+    for (int fd : batch) perform(fd);
+  }
+
+ private:
+  struct FdState {
+    IoHandler* handler = nullptr;
+    bool readable = true;  // optimistic: try the system call first
+    bool writable = true;
+    bool recv_armed = false;
+    ByteSpan recv_buf;
+    bool send_armed = false;
+    std::span<const iovec> send_iov;
+    bool accept_armed = false;
+    bool connect_armed = false;
+  };
+
+  template <typename F>
+  void arm(int fd, F&& f) {
+    bool now = false;
+    {
+      std::lock_guard lock(mu_);
+      auto it = fds_.find(fd);
+      if (it == fds_.end()) return;
+      now = f(it->second);
+      if (now) ready_.push_back(fd);
+    }
+    if (now && std::this_thread::get_id() != loop_thread_) wake();
+  }
+
+  // Performs whatever is armed and ready on fd; callbacks run without the lock held.
+  void perform(int fd) {
+    for (int round = 0; round < 4; ++round) {
+      IoHandler* h = nullptr;
+      enum { kNone, kConnect, kRecv, kSend, kAccept } op = kNone;
+      long result = 0;
+      ByteSpan buf;
+      std::span<const iovec> iov;
+      {
+        std::lock_guard lock(mu_);
+        auto it = fds_.find(fd);
+        if (it == fds_.end()) return;
+        FdState& s = it->second;
+        h = s.handler;
+        if (s.connect_armed && s.writable) {
+          s.connect_armed = false;
+          op = kConnect;
+        } else if (s.recv_armed && s.readable) {
+          op = kRecv;
+          buf = s.recv_buf;
+        } else if (s.send_armed && s.writable) {
+          op = kSend;
+          iov = s.send_iov;
+        } else if (s.accept_armed && s.readable) {
+          op = kAccept;
+        }
+      }
+      switch (op) {
+        case kNone:
+          return;
+        case kConnect:
+          h->on_connect(socket_error(fd));
+          break;
+        case kRecv:
+          result = recv_some(fd, buf);
+          if (!finish(fd, result, &FdState::readable, &FdState::recv_armed)) continue;
+          h->on_recv(result);
+          break;
+        case kSend:
+          result = send_iov(fd, iov);
+          if (!finish(fd, result, &FdState::writable, &FdState::send_armed)) continue;
+          h->on_send(result);
+          break;
+        case kAccept: {
+          SocketAddress peer;
+          auto conn = tcp_accept(fd, &peer);
+          if (!conn && conn.error().code() == Errc::kBusy) {
+            std::lock_guard lock(mu_);
+            auto it = fds_.find(fd);
+            if (it != fds_.end()) it->second.readable = false;
+            continue;
+          }
+          h->on_accept(std::move(conn), peer);
+          break;
+        }
+      }
+    }
+    // Still armed and ready after a few rounds: let other fds run first.
+    std::lock_guard lock(mu_);
+    auto it = fds_.find(fd);
+    if (it != fds_.end()) ready_.push_back(fd);
+  }
+
+  // After a system call: EAGAIN clears the readiness flag and keeps the operation armed (returns
+  // false); anything else disarms it (returns true: complete it).
+  bool finish(int fd, long result, bool FdState::*ready, bool FdState::*armed) {
+    std::lock_guard lock(mu_);
+    auto it = fds_.find(fd);
+    if (it == fds_.end()) return false;
+    if (result == -EAGAIN || result == -EWOULDBLOCK) {
+      it->second.*ready = false;
+      return false;
+    }
+    if (result == -EINTR) return false;
+    it->second.*armed = false;
+    return true;
+  }
+
+  Fd epfd_;
+  Fd wake_fd_;
+  std::mutex mu_;
+  std::unordered_map<int, FdState> fds_;
+  std::vector<int> ready_;
+  std::thread::id loop_thread_;
+};
+
+}  // namespace
+
+std::unique_ptr<IoBackend> make_epoll_backend() { return std::make_unique<EpollBackend>(); }
+
+}  // namespace uwarp::io

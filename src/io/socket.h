@@ -1,0 +1,76 @@
+// TCP sockets for iWARP streams: non-blocking, TCP_NODELAY, no SIGPIPE (MSG_NOSIGNAL), IPv4 and
+// IPv6. The only place besides backend_epoll.cc that makes socket system calls.
+#pragma once
+
+#include <sys/socket.h>
+#include <sys/uio.h>
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <utility>
+
+#include "base/bytes.h"
+#include "uwarp/status.h"
+
+namespace uwarp::io {
+
+// An owned file descriptor.
+class Fd {
+ public:
+  Fd() = default;
+  explicit Fd(int fd) : fd_(fd) {}
+  ~Fd() { reset(); }
+  Fd(Fd&& o) noexcept : fd_(std::exchange(o.fd_, -1)) {}
+  Fd& operator=(Fd&& o) noexcept {
+    if (this != &o) {
+      reset();
+      fd_ = std::exchange(o.fd_, -1);
+    }
+    return *this;
+  }
+  Fd(const Fd&) = delete;
+  Fd& operator=(const Fd&) = delete;
+  int get() const { return fd_; }
+  bool valid() const { return fd_ >= 0; }
+  int release() { return std::exchange(fd_, -1); }
+  void reset();
+
+ private:
+  int fd_ = -1;
+};
+
+struct SocketAddress {
+  sockaddr_storage storage{};
+  socklen_t length = 0;
+
+  // Numeric host ("127.0.0.1", "::1", "0.0.0.0", "::") or a name resolved with getaddrinfo.
+  static Result<SocketAddress> resolve(const std::string& host, std::uint16_t port);
+  std::uint16_t port() const;
+  void set_port(std::uint16_t port);
+  int family() const { return storage.ss_family; }
+  std::string to_string() const;  // "1.2.3.4:5" or "[::1]:5"
+  const sockaddr* get() const { return reinterpret_cast<const sockaddr*>(&storage); }
+};
+
+Result<Fd> tcp_listen(const SocketAddress& addr, int backlog);
+// Starts a non-blocking connect; completion is signalled by writability (see socket_error()).
+Result<Fd> tcp_connect_start(const SocketAddress& addr);
+// Accepts one pending connection (non-blocking); kBusy when none is pending.
+Result<Fd> tcp_accept(int listen_fd, SocketAddress* peer);
+// The pending error of a socket (SO_ERROR), 0 if none.
+int socket_error(int fd);
+// Options every iWARP stream gets: TCP_NODELAY, non-blocking.
+Status configure_stream(int fd);
+// The current TCP maximum segment size (TCP_MAXSEG); 0 if unknown.
+std::size_t tcp_mss(int fd);
+SocketAddress local_address(int fd);
+SocketAddress peer_address(int fd);
+
+// Non-blocking I/O. Results: bytes (>= 0), or -errno (-EAGAIN when it would block).
+long recv_some(int fd, ByteSpan into);
+long send_iov(int fd, std::span<const iovec> iov);
+long send_bytes(int fd, ConstByteSpan bytes);
+void shutdown_write(int fd);
+
+}  // namespace uwarp::io

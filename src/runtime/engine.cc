@@ -1,0 +1,121 @@
+#include "runtime/engine.h"
+
+#include <pthread.h>
+#include <signal.h>
+
+#include <future>
+
+namespace uwarp::runtime {
+
+Engine::Engine() : backend_(io::make_epoll_backend()) {
+  std::promise<void> started;
+  thread_ = std::thread([this, &started] {
+    sigset_t all;
+    sigfillset(&all);
+    pthread_sigmask(SIG_BLOCK, &all, nullptr);
+    pthread_setname_np(pthread_self(), "uwarp-progress");
+    thread_id_ = std::this_thread::get_id();
+    started.set_value();
+    run();
+  });
+  started.get_future().wait();
+}
+
+Engine::~Engine() {
+  stop_.store(true, std::memory_order_release);
+  backend_->wake();
+  thread_.join();
+}
+
+void Engine::post(std::function<void()> task) {
+  {
+    std::lock_guard lock(mu_);
+    tasks_.push_back(std::move(task));
+  }
+  backend_->wake();
+}
+
+void Engine::run_sync(const std::function<void()>& task) {
+  if (on_engine_thread()) {
+    task();
+    return;
+  }
+  std::promise<void> done;
+  post([&] {
+    task();
+    done.set_value();
+  });
+  done.get_future().wait();
+}
+
+std::uint64_t Engine::add_timer(Clock::time_point deadline, std::function<void()> fn) {
+  std::uint64_t id;
+  {
+    std::lock_guard lock(mu_);
+    id = next_timer_++;
+    timers_.emplace(id, std::make_pair(deadline, std::move(fn)));
+    timer_order_.emplace(deadline, id);
+  }
+  backend_->wake();
+  return id;
+}
+
+void Engine::cancel_timer(std::uint64_t id) {
+  std::lock_guard lock(mu_);
+  timers_.erase(id);  // its timer_order_ entry is skipped when it comes up
+}
+
+void Engine::retire(std::shared_ptr<void> object) {
+  post([o = std::move(object)]() mutable { o.reset(); });
+}
+
+int Engine::next_timeout_ms() {
+  std::lock_guard lock(mu_);
+  if (!tasks_.empty()) return 0;
+  if (timer_order_.empty()) return 100;
+  const auto now = Clock::now();
+  const auto first = timer_order_.begin()->first;
+  if (first <= now) return 0;
+  const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(first - now).count() + 1;
+  return static_cast<int>(std::min<long long>(ms, 100));
+}
+
+void Engine::run_timers() {
+  const auto now = Clock::now();
+  while (true) {
+    std::function<void()> fn;
+    {
+      std::lock_guard lock(mu_);
+      if (timer_order_.empty() || timer_order_.begin()->first > now) return;
+      const std::uint64_t id = timer_order_.begin()->second;
+      timer_order_.erase(timer_order_.begin());
+      auto it = timers_.find(id);
+      if (it == timers_.end()) continue;
+      fn = std::move(it->second.second);
+      timers_.erase(it);
+    }
+    fn();
+  }
+}
+
+void Engine::run() {
+  while (!stop_.load(std::memory_order_acquire)) {
+    backend_->run_once(next_timeout_ms());
+    std::vector<std::function<void()>> tasks;
+    {
+      std::lock_guard lock(mu_);
+      tasks.swap(tasks_);
+    }
+    for (auto& t : tasks) t();
+    run_timers();
+  }
+  // Drain what was posted before stop, so that retired objects are released on this thread.
+  std::vector<std::function<void()>> tasks;
+  {
+    std::lock_guard lock(mu_);
+    tasks.swap(tasks_);
+  }
+  for (auto& t : tasks) t();
+}
+
+}  // namespace uwarp::runtime

@@ -1,0 +1,62 @@
+// The progress engine: one library thread that runs the I/O backend, so that data is placed,
+// Read Requests are answered and completions are produced while the application is busy
+// elsewhere or spins on memory (docs/threading.md). It also runs posted tasks and timers.
+//
+// Threads: post(), add_timer() and stop() may be called from any thread; tasks, timers and I/O
+// callbacks run on the engine thread. The thread blocks all signals.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <unordered_set>
+#include <vector>
+
+#include "io/backend.h"
+
+namespace uwarp::runtime {
+
+using Clock = std::chrono::steady_clock;
+
+class Engine {
+ public:
+  Engine();
+  ~Engine();
+  Engine(const Engine&) = delete;
+  Engine& operator=(const Engine&) = delete;
+
+  io::IoBackend& backend() { return *backend_; }
+  bool on_engine_thread() const { return std::this_thread::get_id() == thread_id_; }
+
+  void post(std::function<void()> task);
+  // Runs `task` on the engine thread and waits for it (runs it at once if already there).
+  void run_sync(const std::function<void()>& task);
+  // Calls `fn` on the engine thread at `deadline` unless cancelled first. Returns its id.
+  std::uint64_t add_timer(Clock::time_point deadline, std::function<void()> fn);
+  void cancel_timer(std::uint64_t id);
+  // Keeps `object` alive until the engine thread has finished what it is doing.
+  void retire(std::shared_ptr<void> object);
+
+ private:
+  void run();
+  int next_timeout_ms();
+  void run_timers();
+
+  std::unique_ptr<io::IoBackend> backend_;
+  std::mutex mu_;
+  std::vector<std::function<void()>> tasks_;
+  std::multimap<Clock::time_point, std::uint64_t> timer_order_;
+  std::map<std::uint64_t, std::pair<Clock::time_point, std::function<void()>>> timers_;
+  std::uint64_t next_timer_ = 1;
+  std::atomic<bool> stop_{false};
+  std::thread::id thread_id_;
+  std::thread thread_;
+};
+
+}  // namespace uwarp::runtime

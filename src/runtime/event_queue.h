@@ -1,0 +1,51 @@
+// A queue of events with a pollable fd: readable exactly while undelivered events exist (the
+// contract of OFA's completion and event channels). Producers push from any thread; consumers
+// take from any thread, blocking or not.
+#pragma once
+
+#include <deque>
+#include <mutex>
+#include <optional>
+
+#include "io/event_fd.h"
+
+namespace uwarp::runtime {
+
+template <typename T>
+class EventQueue {
+ public:
+  int fd() const { return efd_.fd(); }
+  void push(T event) {
+    {
+      std::lock_guard lock(mu_);
+      events_.push_back(std::move(event));
+    }
+    efd_.signal();
+  }
+  // timeout_ms: 0 polls, -1 waits without limit.
+  std::optional<T> take(int timeout_ms) {
+    if (timeout_ms != 0 && !efd_.wait_readable(timeout_ms)) return std::nullopt;
+    if (!efd_.take(false)) return std::nullopt;
+    std::lock_guard lock(mu_);
+    if (events_.empty()) return std::nullopt;
+    T e = std::move(events_.front());
+    events_.pop_front();
+    return e;
+  }
+  // Blocking take that honours O_NONBLOCK set on fd() (for OFA's read()-like calls).
+  std::optional<T> take_honouring_fd_mode() {
+    if (!efd_.take(true)) return std::nullopt;
+    std::lock_guard lock(mu_);
+    if (events_.empty()) return std::nullopt;
+    T e = std::move(events_.front());
+    events_.pop_front();
+    return e;
+  }
+
+ private:
+  io::EventFd efd_;
+  std::mutex mu_;
+  std::deque<T> events_;
+};
+
+}  // namespace uwarp::runtime

@@ -1,0 +1,219 @@
+#include "runtime/stream.h"
+
+#include <cerrno>
+#include <cstring>
+
+namespace uwarp::runtime {
+namespace {
+constexpr auto kLinger = std::chrono::seconds(3);
+}
+
+std::size_t max_ulpdu_for_mss(std::size_t mss) {
+  if (mss == 0) mss = 1448;
+  return wire::max_ulpdu_for_fpdu_size(mss & ~std::size_t{7});
+}
+
+Stream::Stream(Engine& engine, io::Fd fd, verbs::QueuePair& qp, std::weak_ptr<StreamObserver> observer)
+    : engine_(engine), fd_(std::move(fd)), qp_(&qp), observer_(std::move(observer)), bounce_(kBounceSize) {}
+
+Stream::~Stream() = default;
+
+void Stream::start(const verbs::LinkParams& params, ConstByteSpan early_bytes) {
+  if (Status s = engine_.backend().attach(fd_.get(), this); !s) {
+    teardown(false, s.to_string());
+    return;
+  }
+  std::lock_guard lock(mu_);
+  std::lock_guard qlock(qp_->mutex());
+  mss_ = io::tcp_mss(fd_.get());
+  verbs::LinkParams p = params;
+  p.max_ulpdu = max_ulpdu_for_mss(mss_);
+  qp_->attach_link_locked(this, p);
+  if (!early_bytes.empty()) qp_->rx_feed_locked(early_bytes);
+  pump_tx_locked();
+  arm_recv_locked();
+}
+
+void Stream::refresh_fpdu_size_locked() {
+  // Linux siw reads the MSS before each FPDU; a path MTU change is rare, so once per batch.
+  const std::size_t mss = io::tcp_mss(fd_.get());
+  if (mss != 0 && mss != mss_) {
+    mss_ = mss;
+    qp_->set_max_ulpdu_locked(max_ulpdu_for_mss(mss));
+  }
+}
+
+void Stream::tx_ready() { pump_tx_locked(); }
+
+void Stream::rtr_received() {
+  engine_.post([observer = observer_] {
+    if (auto o = observer.lock()) o->stream_rtr_received();
+  });
+}
+
+void Stream::shutdown_requested() {
+  shutdown_requested_ = true;
+  maybe_shut_write_locked();
+}
+
+void Stream::pump_tx_locked() {
+  if (pumping_) {
+    pump_again_ = true;
+    return;
+  }
+  pumping_ = true;
+  do {
+    pump_again_ = false;
+    while (!send_armed_ && !write_shut_ && !torn_down_) {
+      if (batch_.empty()) {
+        refresh_fpdu_size_locked();
+        if (!qp_->tx_fill_locked(batch_)) break;
+      }
+      const long n = io::send_iov(fd_.get(), batch_.pending());
+      if (n >= 0) {
+        batch_.consume(static_cast<std::size_t>(n));
+        deliver_sent_locked();
+        continue;
+      }
+      if (n == -EAGAIN || n == -EWOULDBLOCK) {
+        send_armed_ = true;
+        engine_.backend().send(fd_.get(), batch_.pending());
+        break;
+      }
+      if (n == -EINTR) continue;
+      lost_locked(false, std::string("send failed: ") + std::strerror(static_cast<int>(-n)));
+      break;
+    }
+  } while (pump_again_ && !torn_down_);
+  pumping_ = false;
+  maybe_shut_write_locked();
+}
+
+void Stream::deliver_sent_locked() {
+  std::uint64_t cookie;
+  while (batch_.pop_sent(cookie)) qp_->tx_sent_locked(cookie);
+}
+
+void Stream::maybe_shut_write_locked() {
+  if (!shutdown_requested_ || write_shut_ || send_armed_ || !batch_.empty() || pumping_) return;
+  write_shut_ = true;
+  io::shutdown_write(fd_.get());
+  // Wait a bounded time for the peer to close its side too.
+  std::weak_ptr<Stream> weak = weak_from_this();
+  linger_timer_ = engine_.add_timer(Clock::now() + kLinger, [weak] {
+    if (auto self = weak.lock()) self->teardown(true, "closed");
+  });
+}
+
+void Stream::on_send(long result) {
+  std::lock_guard lock(mu_);
+  if (qp_ == nullptr) return;
+  std::lock_guard qlock(qp_->mutex());
+  send_armed_ = false;
+  if (result < 0) {
+    lost_locked(false, std::string("send failed: ") + std::strerror(static_cast<int>(-result)));
+    return;
+  }
+  batch_.consume(static_cast<std::size_t>(result));
+  deliver_sent_locked();
+  pump_tx_locked();
+}
+
+void Stream::receive_direct_locked(long& status) {
+  // Receive straight into the placement target while one is pending and large.
+  for (int i = 0; i < 64 && status > 0; ++i) {
+    const ByteSpan target = qp_->rx_direct_target_locked();
+    if (target.size() < kDirectMin || !qp_->rx_open_locked()) return;
+    large_payloads_ = true;
+    const long n = io::recv_some(fd_.get(), target);
+    if (n > 0) {
+      qp_->rx_commit_locked(static_cast<std::size_t>(n));
+      continue;
+    }
+    if (n == -EAGAIN || n == -EWOULDBLOCK || n == -EINTR) return;
+    status = n;  // 0: EOF; < 0: error
+  }
+}
+
+void Stream::on_recv(long result) {
+  std::lock_guard lock(mu_);
+  if (qp_ == nullptr) return;
+  std::lock_guard qlock(qp_->mutex());
+  long status = result;
+  if (result > 0) {
+    if (qp_->rx_open_locked()) {
+      qp_->rx_feed_locked(ConstByteSpan(bounce_.data(), static_cast<std::size_t>(result)));
+      receive_direct_locked(status);
+    }
+    // After a Terminate (either way) incoming bytes are read and dropped until the peer closes.
+  }
+  if (status == 0) {
+    lost_locked(true, "the peer closed the connection");
+    return;
+  }
+  if (status < 0) {
+    lost_locked(false, std::string("receive failed: ") + std::strerror(static_cast<int>(-status)));
+    return;
+  }
+  pump_tx_locked();
+  arm_recv_locked();
+}
+
+void Stream::arm_recv_locked() {
+  if (torn_down_) return;
+  // With large payloads, read little into the bounce buffer (trailer, next header) so that the
+  // payload itself goes straight to its place.
+  const std::size_t want = large_payloads_ ? kSmallRead : bounce_.size();
+  large_payloads_ = false;
+  engine_.backend().recv(fd_.get(), ByteSpan(bounce_.data(), want));
+}
+
+void Stream::lost_locked(bool graceful, const std::string& why) {
+  qp_->link_lost_locked(graceful, why);
+  qp_->detach_link_locked();
+  qp_ = nullptr;
+  auto self = shared_from_this();
+  engine_.post([self, graceful, why] { self->teardown(graceful, why); });
+}
+
+void Stream::abort() {
+  {
+    std::lock_guard lock(mu_);
+    if (qp_ != nullptr) {
+      std::lock_guard qlock(qp_->mutex());
+      qp_->detach_link_locked();
+      qp_ = nullptr;
+    }
+  }
+  auto self = shared_from_this();
+  engine_.post([self] { self->teardown(false, "aborted"); });
+}
+
+void Stream::disconnect() {
+  std::lock_guard lock(mu_);
+  if (qp_ == nullptr) return;
+  std::lock_guard qlock(qp_->mutex());
+  qp_->disconnect_locked();
+}
+
+void Stream::teardown(bool graceful, const std::string& why) {
+  // Engine thread.
+  {
+    std::lock_guard lock(mu_);
+    if (torn_down_) return;
+    torn_down_ = true;
+    if (qp_ != nullptr) {
+      std::lock_guard qlock(qp_->mutex());
+      qp_->link_lost_locked(graceful, why);
+      qp_->detach_link_locked();
+      qp_ = nullptr;
+    }
+  }
+  if (linger_timer_ != 0) engine_.cancel_timer(linger_timer_);
+  engine_.backend().detach(fd_.get());
+  fd_.reset();
+  if (auto o = observer_.lock()) o->stream_closed(graceful, why);
+  observer_.reset();
+}
+
+}  // namespace uwarp::runtime

@@ -1,0 +1,124 @@
+// Test support: two connected QPs over loopback TCP through the native API, with registered
+// buffers on both sides and helpers that wait for completions with a time bound.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <thread>
+#include <vector>
+
+#include "uwarp/uwarp.h"
+
+namespace uwarp::testing {
+
+inline constexpr int kEventTimeoutMs = 5000;
+
+struct Side {
+  ProtectionDomain pd;
+  CompletionQueue cq;
+  QueuePair qp;
+  std::vector<std::uint8_t> buf;
+  MemoryRegion mr;
+  Connection conn;
+};
+
+// Waits for one completion on `cq`, up to `timeout`.
+inline std::optional<WorkCompletion> wait_wc(CompletionQueue& cq, std::chrono::milliseconds timeout = std::chrono::seconds(10)) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  WorkCompletion wc;
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (cq.poll({&wc, 1}) == 1) return wc;
+    std::this_thread::yield();
+  }
+  return std::nullopt;
+}
+
+inline std::optional<CmEvent> wait_event(EventChannel& ch, CmEventType type, int timeout_ms = kEventTimeoutMs) {
+  auto e = ch.get_event(timeout_ms);
+  if (!e) {
+    ADD_FAILURE() << "no CM event, expected " << to_string(type);
+    return std::nullopt;
+  }
+  EXPECT_EQ(to_string(e->type), to_string(type)) << e->status.to_string();
+  return e;
+}
+
+class ConnectedPair {
+ public:
+  struct Options {
+    std::size_t buffer_size = 1 << 20;
+    std::string host = "127.0.0.1";
+    ConnectionParams client_params{};
+    ConnectionParams server_params{};
+    std::uint32_t access = access::kLocalWrite | access::kRemoteWrite | access::kRemoteRead;
+    std::uint32_t recv_wr = 64;
+    QpCaps caps{};
+  };
+
+  ConnectedPair() : ConnectedPair(Options{}) {}
+  explicit ConnectedPair(const Options& o)
+      : ctx_(Context::open().value()),
+        client_ch_(EventChannel::create(ctx_).value()),
+        server_ch_(EventChannel::create(ctx_).value()) {
+    client = make_side(o);
+    server = make_side(o);
+    auto listener = server_ch_.listen(o.host, 0);
+    if (!listener) {
+      ADD_FAILURE() << listener.error().to_string();
+      return;
+    }
+    listener_.emplace(*listener);
+    auto c = client_ch_.connect(o.host, listener_->port(), client->qp, o.client_params);
+    if (!c) {
+      ADD_FAILURE() << c.error().to_string();
+      return;
+    }
+    client->conn = *c;
+    auto req = wait_event(server_ch_, CmEventType::kConnectRequest);
+    if (!req) return;
+    server->conn = req->connection;
+    request_private_data = req->private_data;
+    if (Status s = server->conn.accept(server->qp, o.server_params); !s) {
+      ADD_FAILURE() << s.to_string();
+      return;
+    }
+    auto est_s = wait_event(server_ch_, CmEventType::kEstablished);
+    auto est_c = wait_event(client_ch_, CmEventType::kEstablished);
+    if (est_c) reply_private_data = est_c->private_data;
+    connected = est_s && est_c && est_s->type == CmEventType::kEstablished &&
+                est_c->type == CmEventType::kEstablished;
+  }
+
+  std::optional<Side> client;
+  std::optional<Side> server;
+  bool connected = false;
+  std::vector<std::uint8_t> request_private_data;
+  std::vector<std::uint8_t> reply_private_data;
+  Context& context() { return ctx_; }
+  EventChannel& client_events() { return client_ch_; }
+  EventChannel& server_events() { return server_ch_; }
+
+ private:
+  Side make_side(const Options& o) {
+    auto pd = ctx_.alloc_pd().value();
+    auto cq = ctx_.create_cq(4096).value();
+    QpInitAttr attr;
+    attr.send_cq = &cq;
+    attr.recv_cq = &cq;
+    attr.caps = o.caps;
+    auto qp = pd.create_qp(attr).value();
+    std::vector<std::uint8_t> buf(o.buffer_size);
+    auto mr = pd.reg_mr(buf.data(), buf.size(), o.access).value();
+    return Side{std::move(pd), std::move(cq), std::move(qp), std::move(buf), std::move(mr), {}};
+  }
+
+  Context ctx_;
+  EventChannel client_ch_;
+  EventChannel server_ch_;
+  std::optional<Listener> listener_;
+};
+
+}  // namespace uwarp::testing
