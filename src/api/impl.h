@@ -75,17 +75,20 @@ struct QpImpl {
   std::shared_ptr<SrqImpl> srq;
   std::unique_ptr<verbs::QueuePair> qp;
   std::mutex mu;
-  std::weak_ptr<cm::Connection> connection;
+  // The connection carrying this QP lives at least as long as the QP.
+  std::shared_ptr<cm::Connection> connection;
   void bind(const std::shared_ptr<cm::Connection>& c) {
+    std::shared_ptr<cm::Connection> old;
     std::lock_guard lock(mu);
-    connection = c;
+    old = std::exchange(connection, c);
+    if (old && old != c) old->abort();
   }
   ~QpImpl() {
     // The connection must stop using the QP before it goes.
     std::shared_ptr<cm::Connection> c;
     {
       std::lock_guard lock(mu);
-      c = connection.lock();
+      c = std::move(connection);
     }
     if (c) c->abort();
   }

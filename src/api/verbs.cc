@@ -116,6 +116,8 @@ Result<QueuePair> ProtectionDomain::create_qp(const QpInitAttr& attr) {
   cfg.signal_all = attr.signal_all;
   cfg.user_context = attr.user_context;
   q->qp = std::make_unique<verbs::QueuePair>(impl_->ctx->device, cfg);
+  // As with rdma_cm, a new QP is ready for receives at once; connecting moves it to RTS.
+  if (Status s = q->qp->modify_state(QpState::kInit); !s) return Unexpected{s};
   return QueuePair(std::move(q));
 }
 

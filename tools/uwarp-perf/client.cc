@@ -1,0 +1,360 @@
+// uwarp-perf client: connects a control QP and --qps data QPs to a server, then for each size
+// runs a bandwidth phase (a window of outstanding work requests per QP; Sends paced by the
+// server's receive credits, as iWARP has no receiver-not-ready retry) and a latency phase
+// (ping-pong on QP 0; a Read's round trip).
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <random>
+#include <thread>
+
+#include "endpoint.h"
+#include "runner.h"
+
+namespace uwarp::perf {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+constexpr int kTimeoutMs = 60000;
+
+std::uint32_t default_iters(std::uint32_t size) {
+  const std::uint64_t by_volume = (256ull << 20) / std::max<std::uint32_t>(size, 1);
+  return static_cast<std::uint32_t>(std::clamp<std::uint64_t>(by_volume, 64, 20000));
+}
+
+std::uint32_t default_depth(std::uint32_t size) {
+  const std::uint64_t by_volume = (8ull << 20) / std::max<std::uint32_t>(size, 1);
+  return static_cast<std::uint32_t>(std::clamp<std::uint64_t>(by_volume, 2, 64));
+}
+
+double percentile(std::vector<double>& v, double p) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  const std::size_t i = std::min(v.size() - 1, static_cast<std::size_t>(p * static_cast<double>(v.size() - 1) + 0.5));
+  return v[i];
+}
+
+class Client {
+ public:
+  Client(const Options& o, Context& ctx) : o_(o), ctx_(ctx), events_(EventChannel::create(ctx).value()), ep_(ctx) {
+    max_size_ = *std::max_element(o.sizes.begin(), o.sizes.end());
+    buffer_ = std::max<std::size_t>(2 * std::size_t{max_size_}, 4096);
+    std::random_device rd;
+    rng_.seed(rd());
+  }
+
+  bool connect() {
+    if (!ep_.post_ctrl_receives()) return fail("cannot post control receives");
+    Hello h;
+    h.index = kControlIndex;
+    h.qps = o_.qps;
+    h.length = buffer_;
+    auto reply = connect_qp(ep_.ctrl(), h);
+    if (!reply) return false;
+    session_ = reply->session;
+    for (std::uint32_t q = 0; q < o_.qps; ++q) {
+      DataQp& d = ep_.add_data_qp(buffer_);
+      Hello dh;
+      dh.index = q;
+      dh.qps = o_.qps;
+      dh.session = session_;
+      dh.rkey = d.mr.rkey();
+      dh.addr = reinterpret_cast<std::uintptr_t>(d.buf.get());
+      dh.length = d.length;
+      auto r = connect_qp(d.qp, dh, &d.conn);
+      if (!r) return false;
+      if (r->length < max_size_) return fail("server buffer too small");
+      d.peer = *r;
+    }
+    return true;
+  }
+
+  bool measure(std::uint32_t size, SizeResult& r) {
+    r.op = o_.op;
+    r.size = size;
+    r.qps = o_.qps;
+    r.crc = o_.crc;
+    r.iters = o_.iters != 0 ? o_.iters : default_iters(size);
+    if (!bandwidth(size, r)) return false;
+    return latency(size, r);
+  }
+
+  void bye() {
+    CtrlMsg m;
+    m.type = MsgType::kBye;
+    (void)ep_.send_ctrl(m);
+    std::vector<WorkCompletion> ignored;
+    ep_.pump(100, ignored);  // let the Bye leave before the disconnect
+    for (auto& d : ep_.data()) d->conn.disconnect();
+    ctrl_conn_.disconnect();
+  }
+
+  const std::string& error() const { return error_; }
+
+ private:
+  bool fail(std::string why) {
+    error_ = std::move(why);
+    return false;
+  }
+
+  std::optional<Hello> connect_qp(QueuePair& qp, const Hello& h, Connection* out = nullptr) {
+    ConnectionParams p;
+    p.private_data = encode(h);
+    p.crc = o_.crc;
+    p.ird = 128;
+    p.ord = 128;
+    std::optional<Connection> conn;
+    for (int attempt = 0; attempt < 50; ++attempt) {
+      auto c = events_.connect(o_.host, o_.port, qp, p);
+      if (!c) {
+        fail("connect: " + c.error().to_string());
+        return std::nullopt;
+      }
+      auto ev = events_.get_event(kTimeoutMs);
+      if (!ev) {
+        fail("no answer from the server");
+        return std::nullopt;
+      }
+      if (ev->type == CmEventType::kEstablished) {
+        if (out != nullptr) *out = ev->connection;
+        if (h.index == kControlIndex) ctrl_conn_ = ev->connection;
+        auto reply = decode_hello(ev->private_data);
+        if (!reply) fail("server sent no buffer description");
+        return reply;
+      }
+      // A server that is still starting refuses the TCP connection: try again shortly.
+      if (ev->type == CmEventType::kConnectError && ev->status.code() == Errc::kConnectionRefused) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(100));
+        continue;
+      }
+      fail(std::string(to_string(ev->type)) + ": " + ev->status.to_string());
+      return std::nullopt;
+    }
+    fail("server refused the connection");
+    return std::nullopt;
+  }
+
+  SendWr data_wr(DataQp& d, std::uint32_t q, std::uint32_t size, Sge& sge) {
+    SendWr wr;
+    wr.wr_id = make_wr_id(WrKind::kData, q, 0);
+    wr.flags = send_flags::kSignaled;
+    switch (o_.op) {
+      case Op::kSend:
+        wr.opcode = WrOpcode::kSend;
+        break;
+      case Op::kWrite:
+        wr.opcode = WrOpcode::kRdmaWrite;
+        wr.remote_addr = d.peer.addr;
+        wr.rkey = d.peer.rkey;
+        break;
+      case Op::kRead:
+        wr.opcode = WrOpcode::kRdmaRead;
+        wr.remote_addr = d.peer.addr;
+        wr.rkey = d.peer.rkey;
+        break;
+    }
+    sge = d.mr.sge(0, size);
+    wr.sg_list = {&sge, size ? 1u : 0u};
+    return wr;
+  }
+
+  bool bandwidth(std::uint32_t size, SizeResult& r) {
+    const std::uint32_t seed = static_cast<std::uint32_t>(rng_());
+    const std::uint32_t depth = o_.depth != 0 ? o_.depth : default_depth(size);
+    auto& qps = ep_.data();
+    for (std::uint32_t q = 0; q < qps.size(); ++q) {
+      DataQp& d = *qps[q];
+      d.posted = d.completed = 0;
+      d.outstanding = 0;
+      if (o_.op != Op::kRead) fill_pattern(d.buf.get(), size, seed + q);
+      if (o_.op == Op::kRead) std::fill(d.buf.get(), d.buf.get() + size, 0);
+    }
+    CtrlMsg begin;
+    begin.type = MsgType::kBegin;
+    begin.op = static_cast<std::uint8_t>(o_.op);
+    begin.size = size;
+    begin.iters = static_cast<std::uint32_t>(r.iters);
+    begin.seed = seed;
+    begin.verify = o_.verify ? 1 : 0;
+    if (!ep_.send_ctrl(begin)) return fail("control send failed");
+    auto ready = ep_.wait_ctrl(MsgType::kReady, kTimeoutMs);
+    if (!ready) return fail("server did not get ready");
+    for (auto& d : qps) d->credits = o_.op == Op::kSend ? ready->value : ~0u;
+
+    const auto t0 = Clock::now();
+    auto last_report = t0;
+    std::uint64_t total_done = 0;
+    const std::uint64_t total = r.iters * qps.size();
+    std::vector<WorkCompletion> wcs;
+    while (total_done < total) {
+      for (std::uint32_t q = 0; q < qps.size(); ++q) {
+        DataQp& d = *qps[q];
+        while (d.outstanding < depth && d.posted < r.iters && d.credits > 0) {
+          Sge sge;
+          SendWr wr = data_wr(d, q, size, sge);
+          if (Status s = d.qp.post_send(wr); !s) return fail("post_send: " + s.to_string());
+          ++d.outstanding;
+          ++d.posted;
+          if (o_.op == Op::kSend) --d.credits;
+        }
+      }
+      wcs.clear();
+      if (!ep_.pump(kTimeoutMs, wcs)) return fail("no progress (timeout or control failure)");
+      for (const WorkCompletion& wc : wcs) {
+        if (wc.status != WcStatus::kSuccess) {
+          return fail(std::string("work completion: ") + std::string(to_string(wc.status)));
+        }
+        DataQp& d = *qps[wr_qp(wc.wr_id)];
+        --d.outstanding;
+        ++d.completed;
+        ++total_done;
+      }
+      while (!ep_.ctrl_inbox().empty() && ep_.ctrl_inbox().front().type == MsgType::kCredit) {
+        const CtrlMsg c = ep_.ctrl_inbox().front();
+        ep_.ctrl_inbox().pop_front();
+        if (c.qp < qps.size()) qps[c.qp]->credits += c.value;
+      }
+      const auto now = Clock::now();
+      if (o_.progress && now - last_report > std::chrono::seconds(1)) {
+        last_report = now;
+        std::fprintf(stderr, "  %s %u B: %3.0f%%\r", to_string(o_.op), size, 100.0 * double(total_done) / double(total));
+      }
+    }
+    CtrlMsg end;
+    end.type = MsgType::kEnd;
+    if (!ep_.send_ctrl(end)) return fail("control send failed");
+    auto result = ep_.wait_ctrl(MsgType::kResult, kTimeoutMs);
+    if (!result) return fail("server sent no result");
+    const double secs = std::chrono::duration<double>(Clock::now() - t0).count();
+    bool good = result->value == 1;
+    if (o_.op == Op::kRead && o_.verify) {
+      for (std::uint32_t q = 0; q < qps.size(); ++q) good = good && check_pattern(qps[q]->buf.get(), size, seed + q);
+    }
+    r.seconds = secs;
+    r.gbps = double(total) * size * 8 / secs / 1e9;
+    r.msg_rate = double(total) / secs;
+    r.verified = o_.verify && good;
+    if (o_.verify && !good) return fail("data verification failed");
+    return true;
+  }
+
+  bool latency(std::uint32_t size, SizeResult& r) {
+    if (o_.op == Op::kWrite && size == 0) return true;  // nothing to poll on
+    const std::uint32_t iters =
+        static_cast<std::uint32_t>(std::min<std::uint64_t>(r.iters, size <= 65536 ? 1000 : 100));
+    DataQp& d = *ep_.data()[0];
+    CtrlMsg begin;
+    begin.type = MsgType::kLatBegin;
+    begin.op = static_cast<std::uint8_t>(o_.op);
+    begin.size = size;
+    begin.iters = iters;
+    if (!ep_.send_ctrl(begin)) return fail("control send failed");
+    if (!ep_.wait_ctrl(MsgType::kReady, kTimeoutMs)) return fail("server did not get ready");
+    std::vector<double> us;
+    us.reserve(iters);
+    std::vector<WorkCompletion> wcs;
+    Sge sink = d.mr.sge(0, size);
+    Sge src = d.mr.sge(size, size);
+    for (std::uint32_t i = 0; i < iters; ++i) {
+      SendWr wr;
+      wr.wr_id = make_wr_id(WrKind::kData, 0, 0);
+      wr.sg_list = {&src, size ? 1u : 0u};
+      if (o_.op == Op::kSend) {
+        if (!d.qp.post_recv({make_wr_id(WrKind::kData, 0, 1), {&sink, size ? 1u : 0u}})) return fail("post_recv");
+        wr.opcode = WrOpcode::kSend;
+        wr.flags = 0;
+      } else if (o_.op == Op::kWrite) {
+        const std::uint8_t marker = static_cast<std::uint8_t>((i % 255) + 1);
+        d.buf[2 * std::size_t{size} - 1] = marker;
+        wr.opcode = WrOpcode::kRdmaWrite;
+        wr.remote_addr = d.peer.addr;
+        wr.rkey = d.peer.rkey;
+        wr.flags = (i % 64 == 63) ? send_flags::kSignaled : 0;
+      } else {
+        wr.opcode = WrOpcode::kRdmaRead;
+        wr.sg_list = {&sink, size ? 1u : 0u};
+        wr.remote_addr = d.peer.addr;
+        wr.rkey = d.peer.rkey;
+        wr.flags = send_flags::kSignaled;
+      }
+      const auto t0 = Clock::now();
+      if (Status s = d.qp.post_send(wr); !s) return fail("post_send: " + s.to_string());
+      if (o_.op == Op::kWrite) {
+        volatile std::uint8_t* last = d.buf.get() + size - 1;
+        const std::uint8_t marker = static_cast<std::uint8_t>((i % 255) + 1);
+        const auto deadline = Clock::now() + std::chrono::seconds(10);
+        for (std::uint32_t spin = 0; *last != marker; ++spin) {
+          if ((spin & 1023) == 0 && Clock::now() > deadline) return fail("write latency: no answer");
+          if (spin > 64) std::this_thread::yield();
+        }
+        us.push_back(std::chrono::duration<double, std::micro>(Clock::now() - t0).count() / 2);
+        if (wr.flags != 0) {
+          wcs.clear();
+          ep_.pump(kTimeoutMs, wcs);
+        }
+        continue;
+      }
+      // Send: wait for the echo's receive completion; Read: for the Read's completion.
+      bool done = false;
+      while (!done) {
+        wcs.clear();
+        if (!ep_.pump(kTimeoutMs, wcs)) return fail("latency: no completion");
+        for (const WorkCompletion& wc : wcs) {
+          if (wc.status != WcStatus::kSuccess) return fail(std::string("latency: ") + std::string(to_string(wc.status)));
+          if ((o_.op == Op::kSend && wc.opcode == WcOpcode::kRecv) || (o_.op == Op::kRead && wc.opcode == WcOpcode::kRdmaRead)) {
+            done = true;
+          }
+        }
+      }
+      const double rtt = std::chrono::duration<double, std::micro>(Clock::now() - t0).count();
+      us.push_back(o_.op == Op::kRead ? rtt : rtt / 2);
+    }
+    r.lat_iters = iters;
+    r.lat_median_us = percentile(us, 0.5);
+    r.lat_p99_us = percentile(us, 0.99);
+    return true;
+  }
+
+  const Options& o_;
+  Context& ctx_;
+  EventChannel events_;
+  Endpoint ep_;
+  Connection ctrl_conn_;
+  std::uint32_t session_ = 0;
+  std::uint32_t max_size_ = 0;
+  std::size_t buffer_ = 0;
+  std::mt19937 rng_;
+  std::string error_;
+};
+
+}  // namespace
+
+bool run_client(const Options& o, std::vector<SizeResult>& results) {
+  auto ctx = Context::open();
+  if (!ctx) {
+    std::fprintf(stderr, "uwarp-perf client: %s\n", ctx.error().to_string().c_str());
+    return false;
+  }
+  Client c(o, *ctx);
+  if (!c.connect()) {
+    std::fprintf(stderr, "uwarp-perf client: %s\n", c.error().c_str());
+    return false;
+  }
+  bool ok = true;
+  for (std::uint32_t size : o.sizes) {
+    SizeResult r;
+    if (!c.measure(size, r)) {
+      r.error = c.error();
+      std::fprintf(stderr, "uwarp-perf client: %s %u B: %s\n", to_string(o.op), size, r.error.c_str());
+      results.push_back(r);
+      ok = false;
+      break;
+    }
+    results.push_back(r);
+  }
+  if (o.progress) std::fprintf(stderr, "%40s\r", "");
+  c.bye();
+  return ok;
+}
+
+}  // namespace uwarp::perf

@@ -1,0 +1,128 @@
+#include "endpoint.h"
+
+#include <chrono>
+#include <thread>
+
+namespace uwarp::perf {
+
+QpInitAttr qp_attr(CompletionQueue& cq, std::uint32_t depth) {
+  QpInitAttr a;
+  a.send_cq = &cq;
+  a.recv_cq = &cq;
+  a.caps.max_send_wr = depth;
+  a.caps.max_recv_wr = depth;
+  a.caps.max_send_sge = 1;
+  a.caps.max_recv_sge = 1;
+  a.caps.max_inline_data = 64;
+  return a;
+}
+
+Endpoint::Endpoint(Context& ctx)
+    : ctx_(ctx),
+      pd_(ctx.alloc_pd().value()),
+      channel_(ctx.create_comp_channel().value()),
+      cq_(ctx.create_cq(65536, &channel_).value()),
+      ctrl_qp_(pd_.create_qp(qp_attr(cq_, 2 * kCtrlSlots)).value()),
+      ctrl_buf_(new std::uint8_t[kCtrlSlots * kCtrlMsgSize]()),
+      ctrl_mr_(pd_.reg_mr(ctrl_buf_.get(), kCtrlSlots * kCtrlMsgSize, access::kLocalWrite).value()) {}
+
+DataQp& Endpoint::add_data_qp(std::size_t length) {
+  auto d = std::make_unique<DataQp>(DataQp{pd_.create_qp(qp_attr(cq_, 1024)).value(), nullptr, 0,
+                                           MemoryRegion(ctrl_mr_), {}, {}});
+  d->buf.reset(new std::uint8_t[length]());
+  d->length = length;
+  d->mr = pd_.reg_mr(d->buf.get(), length, access::kLocalWrite | access::kRemoteWrite | access::kRemoteRead).value();
+  data_.push_back(std::move(d));
+  return *data_.back();
+}
+
+Status Endpoint::post_ctrl_receives() {
+  for (std::uint32_t i = 0; i < kCtrlSlots; ++i) {
+    Sge s = ctrl_mr_.sge(i * kCtrlMsgSize, kCtrlMsgSize);
+    if (Status st = ctrl_qp_.post_recv({make_wr_id(WrKind::kCtrlRecv, 0, i), {&s, 1}}); !st) return st;
+  }
+  return Status::ok();
+}
+
+Status Endpoint::send_ctrl(const CtrlMsg& m) {
+  std::uint8_t bytes[kCtrlMsgSize];
+  encode(m, bytes);
+  Sge s{reinterpret_cast<std::uintptr_t>(bytes), kCtrlMsgSize, 0};
+  SendWr wr;
+  wr.wr_id = make_wr_id(WrKind::kCtrlSend, 0, 0);
+  wr.opcode = WrOpcode::kSend;
+  wr.sg_list = {&s, 1};
+  wr.flags = send_flags::kInline | send_flags::kSignaled;
+  return ctrl_qp_.post_send(wr);
+}
+
+bool Endpoint::pump(int timeout_ms, std::vector<WorkCompletion>& data_out) {
+  using Clock = std::chrono::steady_clock;
+  const auto deadline = Clock::now() + std::chrono::milliseconds(timeout_ms);
+  WorkCompletion wcs[64];
+  bool armed = false;
+  for (int spins = 0;; ++spins) {
+    const std::size_t n = cq_.poll(wcs);
+    bool got = false;
+    for (std::size_t i = 0; i < n; ++i) {
+      const WorkCompletion& wc = wcs[i];
+      switch (wr_kind(wc.wr_id)) {
+        case WrKind::kCtrlRecv: {
+          if (wc.status != WcStatus::kSuccess) {
+            ctrl_failed_ = true;
+            break;
+          }
+          const std::uint32_t slot = wr_slot(wc.wr_id);
+          inbox_.push_back(decode_ctrl(ctrl_buf_.get() + slot * kCtrlMsgSize));
+          Sge s = ctrl_mr_.sge(slot * kCtrlMsgSize, kCtrlMsgSize);
+          if (!ctrl_qp_.post_recv({wc.wr_id, {&s, 1}})) ctrl_failed_ = true;
+          got = true;
+          break;
+        }
+        case WrKind::kCtrlSend:
+          if (wc.status != WcStatus::kSuccess) ctrl_failed_ = true;
+          break;
+        default:
+          data_out.push_back(wc);
+          got = true;
+          break;
+      }
+    }
+    if (got) return true;
+    if (ctrl_failed_) return false;
+    const auto now = Clock::now();
+    if (now >= deadline) return false;
+    if (spins < 2000) {
+      if (spins > 200) std::this_thread::yield();
+      continue;
+    }
+    if (!armed) {
+      (void)cq_.req_notify(false);
+      armed = true;
+      continue;  // poll once more: a completion may have come before the arm
+    }
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - now).count();
+    (void)channel_.get_event(static_cast<int>(std::min<long long>(left + 1, 100)));
+    armed = false;
+  }
+}
+
+std::optional<CtrlMsg> Endpoint::wait_ctrl(MsgType type, int timeout_ms, std::vector<WorkCompletion>* data_out) {
+  using Clock = std::chrono::steady_clock;
+  const auto deadline = Clock::now() + std::chrono::milliseconds(timeout_ms);
+  std::vector<WorkCompletion> ignored;
+  while (true) {
+    for (auto it = inbox_.begin(); it != inbox_.end(); ++it) {
+      if (it->type == type) {
+        CtrlMsg m = *it;
+        inbox_.erase(it);
+        return m;
+      }
+    }
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
+    if (left <= 0 || ctrl_failed_) return std::nullopt;
+    pump(static_cast<int>(left), data_out ? *data_out : ignored);
+  }
+}
+
+}  // namespace uwarp::perf

@@ -1,0 +1,77 @@
+// One side of a uwarp-perf run: a context, one CQ with a completion channel for everything, a
+// control QP carrying CtrlMsg Sends, and the data QPs with their registered buffers.
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <optional>
+#include <vector>
+
+#include "protocol.h"
+#include "uwarp/uwarp.h"
+
+namespace uwarp::perf {
+
+// Work request ids: kind in the top byte, QP index and slot below.
+enum class WrKind : std::uint8_t { kCtrlRecv = 1, kCtrlSend = 2, kData = 3 };
+constexpr std::uint64_t make_wr_id(WrKind k, std::uint32_t qp, std::uint32_t slot) {
+  return (std::uint64_t{static_cast<std::uint8_t>(k)} << 56) | (std::uint64_t{qp} << 24) | slot;
+}
+constexpr WrKind wr_kind(std::uint64_t id) { return static_cast<WrKind>(id >> 56); }
+constexpr std::uint32_t wr_qp(std::uint64_t id) { return static_cast<std::uint32_t>((id >> 24) & 0xFFFFFFFF); }
+constexpr std::uint32_t wr_slot(std::uint64_t id) { return static_cast<std::uint32_t>(id & 0xFFFFFF); }
+
+struct DataQp {
+  QueuePair qp;
+  std::unique_ptr<std::uint8_t[]> buf;
+  std::size_t length = 0;
+  MemoryRegion mr;
+  Connection conn;
+  Hello peer;  // the other side's buffer
+  // Client bookkeeping for a run.
+  std::uint32_t credits = 0;
+  std::uint32_t outstanding = 0;
+  std::uint64_t posted = 0;
+  std::uint64_t completed = 0;
+};
+
+class Endpoint {
+ public:
+  static constexpr std::uint32_t kCtrlSlots = 64;
+
+  explicit Endpoint(Context& ctx);
+  ProtectionDomain& pd() { return pd_; }
+  CompletionQueue& cq() { return cq_; }
+  QueuePair& ctrl() { return ctrl_qp_; }
+  std::vector<std::unique_ptr<DataQp>>& data() { return data_; }
+
+  // A data QP with a buffer of `length` bytes, registered for local and remote access.
+  DataQp& add_data_qp(std::size_t length);
+  Status post_ctrl_receives();
+  Status send_ctrl(const CtrlMsg& m);
+  // Polls the CQ (spinning briefly, then blocking on the channel up to timeout_ms): control
+  // receives go to ctrl_inbox (and are reposted), data completions to `data_out`. Returns
+  // false if nothing arrived within the timeout, or a control completion failed.
+  bool pump(int timeout_ms, std::vector<WorkCompletion>& data_out);
+  // Waits for a control message of `type` (other control messages stay in the inbox).
+  std::optional<CtrlMsg> wait_ctrl(MsgType type, int timeout_ms, std::vector<WorkCompletion>* data_out = nullptr);
+  std::deque<CtrlMsg>& ctrl_inbox() { return inbox_; }
+  bool ctrl_failed() const { return ctrl_failed_; }
+
+ private:
+  Context& ctx_;
+  ProtectionDomain pd_;
+  CompletionChannel channel_;
+  CompletionQueue cq_;
+  QueuePair ctrl_qp_;
+  std::unique_ptr<std::uint8_t[]> ctrl_buf_;
+  MemoryRegion ctrl_mr_;
+  std::vector<std::unique_ptr<DataQp>> data_;
+  std::deque<CtrlMsg> inbox_;
+  bool ctrl_failed_ = false;
+};
+
+QpInitAttr qp_attr(CompletionQueue& cq, std::uint32_t depth);
+
+}  // namespace uwarp::perf

@@ -1,0 +1,160 @@
+#include "options.h"
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string_view>
+
+namespace uwarp::perf {
+
+const char* to_string(Op op) {
+  switch (op) {
+    case Op::kSend: return "send";
+    case Op::kWrite: return "write";
+    case Op::kRead: return "read";
+  }
+  return "?";
+}
+
+void print_usage() {
+  std::fprintf(stderr,
+               "usage:\n"
+               "  uwarp-perf server [--addr A] [--port P] [--once]\n"
+               "  uwarp-perf client HOST [--port P] --op send|write|read [--size N | --sizes a,b,c]\n"
+               "                    [--iters K] [--qps Q] [--depth D] [--crc] [--verify] [--json] [--no-progress]\n"
+               "  uwarp-perf loopback [client options]     both ends in this process, over 127.0.0.1\n"
+               "sizes accept K and M suffixes (4K, 1M).\n");
+}
+
+namespace {
+
+bool parse_u32(const char* s, std::uint32_t& out) {
+  char* end = nullptr;
+  unsigned long long v = std::strtoull(s, &end, 10);
+  if (end == s) return false;
+  if (*end == 'K' || *end == 'k') {
+    v <<= 10;
+    ++end;
+  } else if (*end == 'M' || *end == 'm') {
+    v <<= 20;
+    ++end;
+  }
+  if (*end != '\0' || v > 0xFFFFFFFFull) return false;
+  out = static_cast<std::uint32_t>(v);
+  return true;
+}
+
+bool parse_sizes(const char* s, std::vector<std::uint32_t>& out) {
+  out.clear();
+  std::string all(s);
+  std::size_t at = 0;
+  while (at <= all.size()) {
+    const std::size_t comma = all.find(',', at);
+    const std::string part = all.substr(at, comma == std::string::npos ? std::string::npos : comma - at);
+    std::uint32_t v;
+    if (!parse_u32(part.c_str(), v)) return false;
+    out.push_back(v);
+    if (comma == std::string::npos) break;
+    at = comma + 1;
+  }
+  return !out.empty();
+}
+
+}  // namespace
+
+std::optional<Options> parse_options(int argc, char** argv) {
+  Options o;
+  if (argc < 2) {
+    print_usage();
+    return std::nullopt;
+  }
+  const std::string_view mode = argv[1];
+  int i = 2;
+  if (mode == "server") {
+    o.mode = Mode::kServer;
+  } else if (mode == "client") {
+    o.mode = Mode::kClient;
+    if (argc < 3 || argv[2][0] == '-') {
+      std::fprintf(stderr, "uwarp-perf client: HOST missing\n");
+      print_usage();
+      return std::nullopt;
+    }
+    o.host = argv[2];
+    i = 3;
+  } else if (mode == "loopback") {
+    o.mode = Mode::kLoopback;
+    o.port = 0;
+  } else {
+    print_usage();
+    return std::nullopt;
+  }
+  for (; i < argc; ++i) {
+    const std::string_view a = argv[i];
+    auto value = [&](const char* name) -> const char* {
+      if (i + 1 >= argc) {
+        std::fprintf(stderr, "uwarp-perf: %s needs a value\n", name);
+        return nullptr;
+      }
+      return argv[++i];
+    };
+    std::uint32_t v = 0;
+    if (a == "--addr") {
+      const char* s = value("--addr");
+      if (!s) return std::nullopt;
+      o.addr = s;
+    } else if (a == "--port") {
+      const char* s = value("--port");
+      if (!s || !parse_u32(s, v) || v > 65535) return std::nullopt;
+      o.port = static_cast<std::uint16_t>(v);
+    } else if (a == "--op") {
+      const char* s = value("--op");
+      if (!s) return std::nullopt;
+      const std::string_view op = s;
+      if (op == "send") o.op = Op::kSend;
+      else if (op == "write") o.op = Op::kWrite;
+      else if (op == "read") o.op = Op::kRead;
+      else {
+        std::fprintf(stderr, "uwarp-perf: unknown --op %s\n", s);
+        return std::nullopt;
+      }
+    } else if (a == "--size" || a == "--sizes") {
+      const char* s = value("--sizes");
+      if (!s || !parse_sizes(s, o.sizes)) {
+        std::fprintf(stderr, "uwarp-perf: bad size list\n");
+        return std::nullopt;
+      }
+    } else if (a == "--iters") {
+      const char* s = value("--iters");
+      if (!s || !parse_u32(s, o.iters) || o.iters == 0) return std::nullopt;
+    } else if (a == "--qps") {
+      const char* s = value("--qps");
+      if (!s || !parse_u32(s, o.qps) || o.qps == 0 || o.qps > 1024) return std::nullopt;
+    } else if (a == "--depth") {
+      const char* s = value("--depth");
+      if (!s || !parse_u32(s, o.depth) || o.depth == 0 || o.depth > 1024) return std::nullopt;
+    } else if (a == "--crc") {
+      o.crc = true;
+    } else if (a == "--verify") {
+      o.verify = true;
+    } else if (a == "--json") {
+      o.json = true;
+    } else if (a == "--no-progress") {
+      o.progress = false;
+    } else if (a == "--once") {
+      o.once = true;
+    } else {
+      std::fprintf(stderr, "uwarp-perf: unknown option %s\n", argv[i]);
+      print_usage();
+      return std::nullopt;
+    }
+  }
+  for (std::uint32_t s : o.sizes) {
+    if (s > (64u << 20)) {
+      std::fprintf(stderr, "uwarp-perf: sizes are limited to 64M\n");
+      return std::nullopt;
+    }
+  }
+  return o;
+}
+
+}  // namespace uwarp::perf

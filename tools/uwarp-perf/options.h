@@ -1,0 +1,36 @@
+// Command-line options of uwarp-perf.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace uwarp::perf {
+
+enum class Mode { kServer, kClient, kLoopback };
+enum class Op { kSend, kWrite, kRead };
+const char* to_string(Op op);
+
+struct Options {
+  Mode mode = Mode::kLoopback;
+  std::string addr = "0.0.0.0";  // server: listen address
+  std::string host = "127.0.0.1";  // client: server address
+  std::uint16_t port = 18515;
+  Op op = Op::kWrite;
+  std::vector<std::uint32_t> sizes{65536};
+  std::uint32_t iters = 0;  // 0: chosen per size (about 256 MiB or 20000 messages)
+  std::uint32_t qps = 1;
+  std::uint32_t depth = 0;  // outstanding WRs per QP; 0: chosen per size
+  bool crc = false;
+  bool verify = false;
+  bool json = false;
+  bool progress = true;
+  bool once = false;  // server: exit after one client
+};
+
+// Parses argv; on error prints usage to stderr and returns nullopt.
+std::optional<Options> parse_options(int argc, char** argv);
+void print_usage();
+
+}  // namespace uwarp::perf

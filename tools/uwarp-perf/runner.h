@@ -1,0 +1,38 @@
+// The two roles of uwarp-perf and the result of one measured size.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "options.h"
+
+namespace uwarp::perf {
+
+struct SizeResult {
+  Op op = Op::kWrite;
+  std::uint32_t size = 0;
+  std::uint32_t qps = 1;
+  std::uint64_t iters = 0;  // messages per QP
+  bool crc = false;
+  double seconds = 0;
+  double gbps = 0;
+  double msg_rate = 0;  // messages per second, all QPs
+  double lat_median_us = 0;
+  double lat_p99_us = 0;
+  std::uint32_t lat_iters = 0;
+  bool verified = false;  // data checked and correct (only with --verify)
+  std::string error;      // empty on success
+};
+
+// Serves clients until `stop` is set (or after one client with options.once). Returns 0 when
+// it stopped cleanly. `bound_port` receives the port listened on (for port 0).
+int run_server(const Options& options, std::atomic<bool>& stop, std::atomic<int>* bound_port);
+// Connects and measures every size; false if anything failed.
+bool run_client(const Options& options, std::vector<SizeResult>& results);
+
+void print_table(const std::vector<SizeResult>& results, bool verify);
+void print_json(const std::vector<SizeResult>& results);
+
+}  // namespace uwarp::perf

@@ -1,0 +1,307 @@
+// uwarp-perf server: accepts clients (each with a control connection and its data
+// connections), prepares buffers and receives for each run the client announces, verifies what
+// arrived, and echoes for latency runs. One thread per client; a client that misbehaves (bad
+// frames, protection violations, disconnects) ends only its own session.
+#include <poll.h>
+
+#include <chrono>
+#include <cstdio>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <thread>
+
+#include "endpoint.h"
+#include "runner.h"
+
+namespace uwarp::perf {
+namespace {
+
+constexpr int kCtrlTimeoutMs = 120000;
+constexpr std::uint32_t kMaxRecvSlots = 64;
+
+class Session {
+ public:
+  Session(Context& ctx, std::uint32_t id, std::uint32_t qps, std::size_t buffer)
+      : id_(id), qps_(qps), buffer_(buffer), ep_(ctx) {}
+
+  std::uint32_t id() const { return id_; }
+  Endpoint& endpoint() { return ep_; }
+  bool complete() { return ep_.data().size() == qps_; }
+  std::size_t buffer() const { return buffer_; }
+  std::atomic<bool> finished{false};
+  std::string peer;
+
+  void run() {
+    while (true) {
+      std::vector<WorkCompletion> data;
+      // Wait for the next instruction from the client.
+      while (ep_.ctrl_inbox().empty()) {
+        if (!ep_.pump(kCtrlTimeoutMs, data) || ep_.ctrl_failed()) {
+          finished = true;
+          return;
+        }
+      }
+      const CtrlMsg m = ep_.ctrl_inbox().front();
+      ep_.ctrl_inbox().pop_front();
+      bool ok = true;
+      switch (m.type) {
+        case MsgType::kBegin: ok = bandwidth_run(m); break;
+        case MsgType::kLatBegin: ok = latency_run(m); break;
+        case MsgType::kBye: finished = true; return;
+        default: break;
+      }
+      if (!ok) {
+        finished = true;
+        return;
+      }
+    }
+  }
+
+ private:
+  std::uint32_t slots_for(std::uint32_t size) const {
+    const std::size_t fit = size == 0 ? kMaxRecvSlots : buffer_ / size;
+    return static_cast<std::uint32_t>(std::max<std::size_t>(1, std::min<std::size_t>(fit, kMaxRecvSlots)));
+  }
+
+  Status post_data_recv(std::uint32_t q, std::uint32_t slot, std::uint32_t size) {
+    DataQp& d = *ep_.data()[q];
+    Sge s = d.mr.sge(static_cast<std::size_t>(slot) * size, size);
+    return d.qp.post_recv({make_wr_id(WrKind::kData, q, slot), {&s, size ? 1u : 0u}});
+  }
+
+  bool bandwidth_run(const CtrlMsg& m) {
+    const Op op = static_cast<Op>(m.op);
+    const std::uint32_t slots = slots_for(m.size);
+    if (m.size > buffer_) return false;
+    if (op == Op::kRead) {
+      for (std::uint32_t q = 0; q < qps_; ++q) fill_pattern(ep_.data()[q]->buf.get(), m.size, m.seed + q);
+    }
+    if (op == Op::kSend) {
+      for (std::uint32_t q = 0; q < qps_; ++q) {
+        for (std::uint32_t s = 0; s < slots; ++s) {
+          if (!post_data_recv(q, s, m.size)) return false;
+        }
+      }
+    }
+    CtrlMsg ready;
+    ready.type = MsgType::kReady;
+    ready.value = slots;
+    if (!ep_.send_ctrl(ready)) return false;
+
+    bool good = true;
+    if (op == Op::kSend) {
+      // Receive iters messages per QP, check them, repost, and return credits in batches.
+      std::vector<std::uint64_t> received(qps_, 0);
+      std::vector<std::uint32_t> owed(qps_, 0);
+      const std::uint32_t batch = std::max<std::uint32_t>(1, slots / 2);
+      std::uint64_t left = std::uint64_t{m.iters} * qps_;
+      std::vector<WorkCompletion> wcs;
+      while (left > 0) {
+        wcs.clear();
+        if (!ep_.pump(kCtrlTimeoutMs, wcs)) return false;
+        for (const WorkCompletion& wc : wcs) {
+          if (wc.status != WcStatus::kSuccess) return false;
+          const std::uint32_t q = wr_qp(wc.wr_id);
+          const std::uint32_t slot = wr_slot(wc.wr_id);
+          if (m.verify && (wc.byte_len != m.size ||
+                           !check_pattern(ep_.data()[q]->buf.get() + std::size_t{slot} * m.size, m.size, m.seed + q))) {
+            good = false;
+          }
+          --left;
+          if (++received[q] + slots <= m.iters) {
+            if (!post_data_recv(q, slot, m.size)) return false;
+            if (++owed[q] >= batch) {
+              CtrlMsg credit;
+              credit.type = MsgType::kCredit;
+              credit.qp = q;
+              credit.value = owed[q];
+              owed[q] = 0;
+              if (!ep_.send_ctrl(credit)) return false;
+            }
+          }
+        }
+      }
+    }
+    auto end = ep_.wait_ctrl(MsgType::kEnd, kCtrlTimeoutMs);
+    if (!end) return false;
+    if (op == Op::kWrite && m.verify) {
+      for (std::uint32_t q = 0; q < qps_; ++q) {
+        good = good && check_pattern(ep_.data()[q]->buf.get(), m.size, m.seed + q);
+      }
+    }
+    CtrlMsg result;
+    result.type = MsgType::kResult;
+    result.value = good ? 1 : 0;
+    return static_cast<bool>(ep_.send_ctrl(result));
+  }
+
+  bool latency_run(const CtrlMsg& m) {
+    const Op op = static_cast<Op>(m.op);
+    DataQp& d = *ep_.data()[0];
+    if (op == Op::kSend && !post_data_recv(0, 0, m.size)) return false;
+    CtrlMsg ready;
+    ready.type = MsgType::kReady;
+    if (!ep_.send_ctrl(ready)) return false;
+    if (op == Op::kRead) return true;  // reads need nothing from the server's application
+    std::vector<WorkCompletion> wcs;
+    Sge src = d.mr.sge(0, m.size);
+    for (std::uint32_t i = 0; i < m.iters; ++i) {
+      if (op == Op::kSend) {
+        // Echo each message back as soon as it arrives.
+        bool got = false;
+        while (!got) {
+          wcs.clear();
+          if (!ep_.pump(kCtrlTimeoutMs, wcs)) return false;
+          for (const WorkCompletion& wc : wcs) {
+            if (wc.status != WcStatus::kSuccess) return false;
+            if (wc.opcode == WcOpcode::kRecv) got = true;
+          }
+        }
+        if (i + 1 < m.iters && !post_data_recv(0, 0, m.size)) return false;
+        SendWr wr;
+        wr.wr_id = make_wr_id(WrKind::kData, 0, 0);
+        wr.opcode = WrOpcode::kSend;
+        wr.sg_list = {&src, m.size ? 1u : 0u};
+        wr.flags = 0;  // unsignaled
+        if (!d.qp.post_send(wr)) return false;
+      } else {
+        // Write ping-pong as ib_write_lat: wait for the last byte to change, then write back.
+        volatile std::uint8_t* last = d.buf.get() + m.size - 1;
+        const std::uint8_t marker = static_cast<std::uint8_t>((i % 255) + 1);
+        const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+        for (std::uint32_t spin = 0; *last != marker; ++spin) {
+          if ((spin & 1023) == 0 && std::chrono::steady_clock::now() > deadline) return false;
+          std::this_thread::yield();
+        }
+        SendWr wr;
+        wr.wr_id = make_wr_id(WrKind::kData, 0, 0);
+        wr.opcode = WrOpcode::kRdmaWrite;
+        wr.sg_list = {&src, 1};
+        wr.remote_addr = d.peer.addr;
+        wr.rkey = d.peer.rkey;
+        wr.flags = (i % 64 == 63) ? send_flags::kSignaled : 0;
+        if (!d.qp.post_send(wr)) return false;
+        if (wr.flags != 0) {
+          wcs.clear();
+          ep_.pump(kCtrlTimeoutMs, wcs);
+        }
+      }
+    }
+    return true;
+  }
+
+  std::uint32_t id_;
+  std::uint32_t qps_;
+  std::size_t buffer_;
+  Endpoint ep_;
+};
+
+}  // namespace
+
+int run_server(const Options& o, std::atomic<bool>& stop, std::atomic<int>* bound_port) {
+  auto ctx = Context::open();
+  if (!ctx) {
+    std::fprintf(stderr, "uwarp-perf server: %s\n", ctx.error().to_string().c_str());
+    return 1;
+  }
+  auto events = EventChannel::create(*ctx).value();
+  auto listener = events.listen(o.addr, o.port);
+  if (!listener) {
+    std::fprintf(stderr, "uwarp-perf server: listen on %s:%u: %s\n", o.addr.c_str(), o.port,
+                 listener.error().to_string().c_str());
+    return 1;
+  }
+  if (bound_port != nullptr) bound_port->store(listener->port());
+  if (o.mode == Mode::kServer) std::fprintf(stderr, "uwarp-perf server: listening on %s port %u\n", o.addr.c_str(), listener->port());
+
+  std::map<std::uint32_t, std::shared_ptr<Session>> sessions;
+  std::map<std::uint32_t, std::thread> threads;
+  std::uint32_t next_session = 1;
+  bool served_one = false;
+  while (!stop.load()) {
+    // Reap finished sessions.
+    for (auto it = sessions.begin(); it != sessions.end();) {
+      if (it->second->finished.load()) {
+        if (threads.count(it->first)) {
+          threads[it->first].join();
+          threads.erase(it->first);
+        }
+        if (o.mode == Mode::kServer) std::fprintf(stderr, "uwarp-perf server: client %s done\n", it->second->peer.c_str());
+        it = sessions.erase(it);
+        served_one = true;
+      } else {
+        ++it;
+      }
+    }
+    if (o.once && served_one && sessions.empty()) break;
+    while (auto ae = ctx->get_async_event(0)) {
+      std::fprintf(stderr, "uwarp-perf server: QP %u: %s: %s\n", ae->qp_num, std::string(to_string(ae->type)).c_str(),
+                   ae->detail.c_str());
+    }
+    auto ev = events.get_event(100);
+    if (!ev) continue;
+    if (ev->type == CmEventType::kDisconnected && !ev->status.is_ok() && o.mode == Mode::kServer) {
+      std::fprintf(stderr, "uwarp-perf server: %s disconnected: %s\n", ev->connection.peer_address().c_str(),
+                   ev->status.to_string().c_str());
+    }
+    if (ev->type != CmEventType::kConnectRequest) continue;
+    auto hello = decode_hello(ev->private_data);
+    if (!hello || hello->qps == 0 || hello->qps > 1024 || hello->length > (256u << 20)) {
+      std::fprintf(stderr, "uwarp-perf server: refusing %s: not a uwarp-perf client\n", ev->connection.peer_address().c_str());
+      static const std::uint8_t kWhy[] = {'n', 'o', 't', ' ', 'u', 'w', 'a', 'r', 'p', '-', 'p', 'e', 'r', 'f'};
+      (void)ev->connection.reject(kWhy);
+      continue;
+    }
+    std::shared_ptr<Session> s;
+    Hello reply;
+    if (hello->index == kControlIndex) {
+      const std::uint32_t id = next_session++;
+      s = std::make_shared<Session>(*ctx, id, hello->qps, hello->length);
+      s->peer = ev->connection.peer_address();
+      sessions[id] = s;
+      reply.session = id;
+      reply.index = kControlIndex;
+      if (!s->endpoint().post_ctrl_receives()) {
+        sessions.erase(id);
+        continue;
+      }
+      ConnectionParams p;
+      p.private_data = encode(reply);
+      if (Status st = ev->connection.accept(s->endpoint().ctrl(), p); !st) {
+        sessions.erase(id);
+        continue;
+      }
+      s->endpoint().data().reserve(hello->qps);
+      if (o.mode == Mode::kServer) std::fprintf(stderr, "uwarp-perf server: client %s, %u QP(s)\n", s->peer.c_str(), hello->qps);
+      continue;
+    }
+    auto it = sessions.find(hello->session);
+    if (it == sessions.end() || it->second->complete() || hello->index != it->second->endpoint().data().size()) {
+      (void)ev->connection.reject({});
+      continue;
+    }
+    s = it->second;
+    DataQp& d = s->endpoint().add_data_qp(s->buffer());
+    d.peer = *hello;
+    reply.session = s->id();
+    reply.index = hello->index;
+    reply.rkey = d.mr.rkey();
+    reply.addr = reinterpret_cast<std::uintptr_t>(d.buf.get());
+    reply.length = d.length;
+    ConnectionParams p;
+    p.private_data = encode(reply);
+    p.ird = 128;
+    p.ord = 128;
+    d.conn = ev->connection;
+    if (Status st = ev->connection.accept(d.qp, p); !st) continue;
+    if (s->complete()) threads[s->id()] = std::thread([s] { s->run(); });
+  }
+  for (auto& [id, t] : threads) {
+    sessions[id]->endpoint().ctrl().modify_state(QpState::kError).is_ok();
+    t.join();
+  }
+  return 0;
+}
+
+}  // namespace uwarp::perf
