@@ -34,7 +34,7 @@ int main(int argc, char** argv) {
     Options server = o;
     server.mode = Mode::kLoopback;
     server.addr = "127.0.0.1";
-    server.port = 0;
+    server.port = o.port;  // 0: any free port
     std::atomic<int> port{-1};
     std::atomic<bool> stop{false};
     std::atomic<int> server_rc{0};

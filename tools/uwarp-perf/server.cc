@@ -77,22 +77,24 @@ class Session {
     if (op == Op::kRead) {
       for (std::uint32_t q = 0; q < qps_; ++q) fill_pattern(ep_.data()[q]->buf.get(), m.size, m.seed + q);
     }
+    // Never more receives than messages: a leftover receive would catch the next run's data.
+    const std::uint32_t initial = std::min(slots, m.iters);
     if (op == Op::kSend) {
       for (std::uint32_t q = 0; q < qps_; ++q) {
-        for (std::uint32_t s = 0; s < slots; ++s) {
+        for (std::uint32_t s = 0; s < initial; ++s) {
           if (!post_data_recv(q, s, m.size)) return false;
         }
       }
     }
     CtrlMsg ready;
     ready.type = MsgType::kReady;
-    ready.value = slots;
+    ready.value = initial;
     if (!ep_.send_ctrl(ready)) return false;
 
     bool good = true;
     if (op == Op::kSend) {
       // Receive iters messages per QP, check them, repost, and return credits in batches.
-      std::vector<std::uint64_t> received(qps_, 0);
+      std::vector<std::uint64_t> posted(qps_, initial);
       std::vector<std::uint32_t> owed(qps_, 0);
       const std::uint32_t batch = std::max<std::uint32_t>(1, slots / 2);
       std::uint64_t left = std::uint64_t{m.iters} * qps_;
@@ -109,8 +111,9 @@ class Session {
             good = false;
           }
           --left;
-          if (++received[q] + slots <= m.iters) {
+          if (posted[q] < m.iters) {
             if (!post_data_recv(q, slot, m.size)) return false;
+            ++posted[q];
             if (++owed[q] >= batch) {
               CtrlMsg credit;
               credit.type = MsgType::kCredit;
