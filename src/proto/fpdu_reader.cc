@@ -41,9 +41,17 @@ std::size_t FpduReader::feed(ConstByteSpan input) {
         break;
       }
       case State::kPayload: {
+        if (placement_.kind == Placement::Kind::kDiscard) {
+          const std::size_t n = std::min(avail, payload_left_);
+          if (crc_enabled_) crc_.update(input.subspan(used, n));
+          payload_left_ -= n;
+          used += n;
+          on_payload_bytes(0);
+          break;
+        }
         const ByteSpan target = direct_target();
         const std::size_t n = std::min(avail, target.size());
-        std::memcpy(target.data(), input.data() + used, n);
+        if (n > 0) std::memcpy(target.data(), input.data() + used, n);
         used += n;
         on_payload_bytes(n);
         break;
@@ -99,6 +107,8 @@ void FpduReader::on_header_complete() {
     case Placement::Kind::kScatter:
       begin_next_scatter();
       break;
+    case Placement::Kind::kDiscard:
+      break;
   }
   state_ = State::kPayload;
   if (payload_left_ == 0) on_payload_bytes(0);
@@ -114,6 +124,7 @@ void FpduReader::begin_next_scatter() {
 
 ByteSpan FpduReader::direct_target() const {
   if (state_ != State::kPayload || failed() || payload_left_ == 0) return {};
+  if (placement_.kind == Placement::Kind::kDiscard) return {};
   if (placement_.kind == Placement::Kind::kBuffered) {
     return ByteSpan(const_cast<std::uint8_t*>(buffered_.data()) + buffered_size_, payload_left_);
   }
@@ -122,7 +133,11 @@ ByteSpan FpduReader::direct_target() const {
   return s.subspan(scatter_offset_, std::min(s.size() - scatter_offset_, payload_left_));
 }
 
-void FpduReader::commit_direct(std::size_t n) { on_payload_bytes(n); }
+void FpduReader::commit_direct(std::size_t n) {
+  // Only payload can land in direct_target(); a commit outside a payload (necessarily of 0 bytes,
+  // into an empty target) must not move the reader on to the trailer.
+  if (state_ == State::kPayload && !failed()) on_payload_bytes(n);
+}
 
 void FpduReader::on_payload_bytes(std::size_t n) {
   if (n > 0) {

@@ -33,6 +33,7 @@ struct Placement {
     kBuffered,  // into the reader's own buffer (at most kMaxBufferedPayload bytes), handed to
                 // on_segment_end; for Read Requests and Terminates
     kReject,    // protocol violation: the connection terminates with `error`
+    kDiscard,   // read and drop the payload (after a Terminate, the stream is only drained)
   };
   Kind kind = Kind::kReject;
   std::span<const ByteSpan> scatter;  // owned by the sink; valid until on_segment_end
@@ -41,6 +42,7 @@ struct Placement {
   static Placement into(std::span<const ByteSpan> s) { return {Kind::kScatter, s, {}}; }
   static Placement buffered() { return {Kind::kBuffered, {}, {}}; }
   static Placement reject(wire::TerminateCode e) { return {Kind::kReject, {}, e}; }
+  static Placement discard() { return {Kind::kDiscard, {}, {}}; }
 };
 
 inline constexpr std::size_t kMaxBufferedPayload = wire::kTerminateMaxSize + 64;

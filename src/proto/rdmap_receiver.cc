@@ -14,12 +14,16 @@ Placement RdmapReceiver::on_segment_header(const wire::DdpHeader& h, std::size_t
   header_ = h;
   payload_length_ = payload_length;
   segment_ = Segment::kIgnore;
-  if (terminated_) return Placement::into({});  // drain quietly after a Terminate
+  if (terminated_) return Placement::discard();  // drain quietly after a Terminate
 
   if (h.ddp_version != wire::kDdpVersion) {
     return Placement::reject(h.tagged ? term::kDdpTaggedBadVersion : term::kDdpUntaggedBadVersion);
   }
   if (h.rdmap_version != wire::kRdmapVersion) return Placement::reject(term::kRdmapBadVersion);
+  // RFC 7306 atomics use queue 3: a valid queue, carrying operations uwarp does not support yet.
+  if (!h.tagged && h.queue == wire::kQueueAtomic && wire::is_rfc7306_opcode(h.opcode)) {
+    return Placement::reject(term::kRdmapUnexpectedOpcode);
+  }
   if (!h.tagged && h.queue > wire::kQueueTerminate) return Placement::reject(term::kDdpUntaggedInvalidQn);
 
   if (expected_rtr_ != RtrType::kNone) return on_rtr_header(h, payload_length);

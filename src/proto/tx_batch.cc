@@ -100,12 +100,14 @@ bool MessageSegmenter::fill(TxBatch& batch, std::size_t max_ulpdu, bool with_crc
         piece_off = 0;
       }
     }
-    if (!batch.can_add_fpdu(n) || (got < want && got == 0 && room > 0)) return false;
     if (got < want && piece >= msg_.gather.size()) {
       // The gather list is shorter than the message: the caller broke its contract.
       active_ = false;
       return true;
     }
+    // No payload fits (no iovec room left): wait for the next batch rather than send an empty
+    // segment that is not the last, which a Read Request or Terminate must never be.
+    if (!batch.can_add_fpdu(n) || (got < want && got == 0)) return false;
     wire::DdpHeader h = msg_.header;
     if (h.tagged) {
       h.tagged_offset = msg_.header.tagged_offset + offset_;

@@ -1,0 +1,241 @@
+// libFuzzer target: the whole receive path of a connected QP (FpduReader, RdmapReceiver and the
+// QP's placement, Read Request and Terminate handling, plus the transmit side they trigger).
+// The input is a small program: each step appends one frame to the inbound byte stream (a
+// Write, Send, Read Request, Read Response or Terminate with fuzzed fields, addressed to the
+// QP's real STags by index, or raw bytes), posts a local work request, or feeds the stream so
+// far to the QP in fuzzed pieces, via feed() or the direct-placement path. AddressSanitizer
+// catches any byte placed outside registered memory; the checks below catch broken state.
+#include <fuzzer/FuzzedDataProvider.h>
+
+#include <array>
+#include <cstring>
+#include <memory>
+#include <vector>
+
+#include "fuzz_check.h"
+#include "proto/tx_batch.h"
+#include "verbs/device.h"
+#include "verbs/queue_pair.h"
+#include "wire/fpdu.h"
+#include "wire/rdmap.h"
+
+namespace uwarp {
+namespace {
+
+class NullLink final : public verbs::QpLink {
+ public:
+  void tx_ready() override {}
+  void rtr_received() override {}
+  void shutdown_requested() override { shutdown = true; }
+  bool shutdown = false;
+};
+
+constexpr int kRegions = 4;
+constexpr std::size_t kRegionSize = 4096;
+
+struct Harness {
+  verbs::Device device;
+  verbs::ProtectionDomain pd{1};
+  verbs::ProtectionDomain other_pd{2};
+  verbs::CompletionQueue cq{1u << 16, nullptr, nullptr};
+  // Separate heap blocks, so that AddressSanitizer sees a write past any of them.
+  std::array<std::unique_ptr<std::uint8_t[]>, kRegions> mem;
+  std::array<verbs::MemoryRegionRef, kRegions> mr;
+
+  Harness() {
+    const std::uint32_t rights[kRegions] = {access::kAll, access::kLocalWrite | access::kRemoteWrite,
+                                            access::kLocalWrite | access::kRemoteRead, access::kLocalWrite};
+    for (int i = 0; i < kRegions; ++i) {
+      mem[i].reset(new std::uint8_t[kRegionSize]());
+      mr[i] = std::make_shared<verbs::MemoryRegion>();
+      mr[i]->addr = mem[i].get();
+      mr[i]->length = kRegionSize;
+      mr[i]->iova = 0x10000u * (i + 1);
+      mr[i]->access = rights[i];
+      mr[i]->pd = i == 3 ? &other_pd : &pd;
+      device.stags().insert(mr[i]);
+    }
+  }
+};
+
+Harness& harness() {
+  static Harness h;
+  return h;
+}
+
+std::uint32_t pick_stag(FuzzedDataProvider& in, Harness& h) {
+  const int k = in.ConsumeIntegralInRange<int>(0, kRegions);
+  if (k == kRegions) return in.ConsumeIntegral<std::uint32_t>();
+  return h.mr[k]->stag;
+}
+
+void append_fpdu(std::vector<std::uint8_t>& stream, const wire::DdpHeader& h, ConstByteSpan payload, bool crc,
+                 bool corrupt) {
+  std::vector<std::uint8_t> ulpdu(h.size() + payload.size());
+  wire::encode_ddp_header(h, ulpdu);
+  if (!payload.empty()) std::memcpy(ulpdu.data() + h.size(), payload.data(), payload.size());
+  std::vector<std::uint8_t> fpdu(wire::fpdu_size(ulpdu.size()));
+  wire::encode_fpdu(ulpdu, crc, fpdu);
+  if (corrupt && !fpdu.empty()) fpdu[fpdu.size() / 2] ^= 0x5A;
+  stream.insert(stream.end(), fpdu.begin(), fpdu.end());
+}
+
+void run_one(const std::uint8_t* data, std::size_t size) {
+  Harness& h = harness();
+  FuzzedDataProvider in(data, size);
+  verbs::QpConfig cfg;
+  cfg.pd = &h.pd;
+  cfg.send_cq = &h.cq;
+  cfg.recv_cq = &h.cq;
+  cfg.caps.max_send_wr = 64;
+  cfg.caps.max_recv_wr = 64;
+  verbs::QueuePair qp(h.device, cfg);
+  NullLink link;
+  verbs::LinkParams lp;
+  lp.crc = in.ConsumeBool();
+  lp.ird = in.ConsumeIntegralInRange<std::uint16_t>(0, 4);
+  lp.ord = in.ConsumeIntegralInRange<std::uint16_t>(0, 4);
+  lp.expect_rtr = static_cast<proto::RtrType>(in.ConsumeIntegralInRange<int>(0, 3));
+  lp.max_ulpdu = in.ConsumeIntegralInRange<std::size_t>(64, 2048);
+  std::unique_lock lock(qp.mutex());  // released around the calls that take it themselves
+  qp.attach_link_locked(&link, lp);
+
+  std::vector<std::uint8_t> stream;
+  std::size_t fed = 0;
+  std::uint32_t msn[3] = {1, 1, 1};
+  std::vector<std::uint8_t> payload;
+  proto::TxBatch batch;
+  std::array<Sge, 2> sges;
+
+  for (int step = 0; step < 64 && in.remaining_bytes() > 0; ++step) {
+    wire::DdpHeader d;
+    d.last = in.ConsumeBool() || in.ConsumeBool();
+    const bool corrupt = in.ConsumeIntegralInRange<int>(0, 15) == 0;
+    const std::size_t len = in.ConsumeIntegralInRange<std::size_t>(0, 600);
+    payload = in.ConsumeBytes<std::uint8_t>(len);
+    switch (in.ConsumeIntegralInRange<int>(0, 9)) {
+      case 0:  // RDMA Write
+        d.tagged = true;
+        d.opcode = 0;
+        d.stag = pick_stag(in, h);
+        d.tagged_offset = 0x10000u * in.ConsumeIntegralInRange<std::uint32_t>(0, 5) + in.ConsumeIntegral<std::uint16_t>();
+        break;
+      case 1:  // Read Response
+        d.tagged = true;
+        d.opcode = 2;
+        d.stag = pick_stag(in, h);
+        d.tagged_offset = 0x10000u * in.ConsumeIntegralInRange<std::uint32_t>(0, 5) + in.ConsumeIntegral<std::uint16_t>();
+        break;
+      case 2:  // Send, with SE and/or Invalidate
+        d.opcode = static_cast<std::uint8_t>(in.ConsumeIntegralInRange<int>(3, 6));
+        d.queue = 0;
+        d.msn = msn[0] + in.ConsumeIntegralInRange<std::uint32_t>(0, 1) - (in.ConsumeBool() ? 1 : 0);
+        d.message_offset = in.ConsumeIntegralInRange<std::uint32_t>(0, 2048);
+        d.ulp_reserved = pick_stag(in, h);
+        if (d.last) ++msn[0];
+        break;
+      case 3: {  // Read Request
+        wire::ReadRequest rr;
+        rr.sink_stag = in.ConsumeIntegral<std::uint32_t>();
+        rr.sink_to = in.ConsumeIntegral<std::uint64_t>();
+        rr.size = in.ConsumeIntegralInRange<std::uint32_t>(0, 8192);
+        rr.source_stag = pick_stag(in, h);
+        rr.source_to = 0x10000u * in.ConsumeIntegralInRange<std::uint32_t>(0, 5) + in.ConsumeIntegral<std::uint16_t>();
+        payload.resize(wire::kReadRequestSize);
+        wire::encode_read_request(rr, payload);
+        d.opcode = 1;
+        d.queue = 1;
+        d.msn = msn[1]++;
+        break;
+      }
+      case 4:  // Terminate
+        d.opcode = 7;
+        d.queue = 2;
+        d.msn = msn[2]++;
+        break;
+      case 5:  // any header fields
+        d.tagged = in.ConsumeBool();
+        d.ddp_version = in.ConsumeIntegralInRange<std::uint8_t>(0, 3);
+        d.rdmap_version = in.ConsumeIntegralInRange<std::uint8_t>(0, 3);
+        d.opcode = in.ConsumeIntegralInRange<std::uint8_t>(0, 15);
+        d.stag = pick_stag(in, h);
+        d.queue = in.ConsumeIntegralInRange<std::uint32_t>(0, 4);
+        d.msn = in.ConsumeIntegral<std::uint32_t>();
+        d.message_offset = in.ConsumeIntegral<std::uint32_t>();
+        break;
+      case 6:  // raw bytes
+        stream.insert(stream.end(), payload.begin(), payload.end());
+        continue;
+      case 7: {  // a local work request: receive, or an RDMA Read whose response may follow
+        const int k = in.ConsumeIntegralInRange<int>(0, kRegions - 1);
+        const std::uint32_t off = in.ConsumeIntegralInRange<std::uint32_t>(0, kRegionSize);
+        sges[0] = Sge{h.mr[k]->iova + off, in.ConsumeIntegralInRange<std::uint32_t>(0, kRegionSize), h.mr[k]->stag};
+        sges[1] = Sge{h.mr[0]->iova, in.ConsumeIntegralInRange<std::uint32_t>(0, 64), h.mr[0]->stag};
+        const std::size_t n = in.ConsumeIntegralInRange<std::size_t>(0, 2);
+        lock.unlock();
+        if (in.ConsumeBool()) {
+          (void)qp.post_recv(RecvWr{static_cast<std::uint64_t>(step), {sges.data(), n}});
+        } else {
+          SendWr wr;
+          wr.wr_id = static_cast<std::uint64_t>(step);
+          wr.opcode = static_cast<WrOpcode>(in.ConsumeIntegralInRange<int>(0, 3));
+          wr.sg_list = {sges.data(), n};
+          wr.rkey = in.ConsumeIntegral<std::uint32_t>();
+          // Inline copies from the SGE address as a pointer; the harness addresses are not.
+          wr.flags = in.ConsumeIntegral<std::uint8_t>() & 0xF & ~send_flags::kInline;
+          (void)qp.post_send(wr);
+        }
+        lock.lock();
+        continue;
+      }
+      case 8: {  // feed what is pending, in fuzzed pieces, through feed() or direct placement
+        while (fed < stream.size() && qp.rx_open_locked()) {
+          const std::size_t piece = std::min(stream.size() - fed, in.ConsumeIntegralInRange<std::size_t>(1, 4096));
+          const ByteSpan direct = qp.rx_direct_target_locked();
+          if (!direct.empty() && in.ConsumeBool()) {
+            const std::size_t n = std::min(piece, direct.size());
+            std::memcpy(direct.data(), stream.data() + fed, n);
+            qp.rx_commit_locked(n);
+            fed += n;
+          } else {
+            const std::size_t used = qp.rx_feed_locked(ConstByteSpan(stream.data() + fed, piece));
+            FUZZ_CHECK(used <= piece);
+            fed += used;
+            if (used < piece) break;  // stopped at a failure
+          }
+        }
+        continue;
+      }
+      default: {  // transmit whatever the QP has to send (Read Responses, a Terminate)
+        for (int round = 0; round < 8 && qp.tx_fill_locked(batch); ++round) {
+          std::uint64_t cookie;
+          batch.consume(batch.pending_bytes());
+          while (batch.pop_sent(cookie)) qp.tx_sent_locked(cookie);
+        }
+        continue;
+      }
+    }
+    append_fpdu(stream, d, payload, lp.crc, corrupt);
+  }
+  // Feed the rest, then drain the transmit side and the CQ.
+  if (fed < stream.size() && qp.rx_open_locked()) qp.rx_feed_locked(ConstByteSpan(stream).subspan(fed));
+  for (int round = 0; round < 16 && qp.tx_fill_locked(batch); ++round) {
+    std::uint64_t cookie;
+    batch.consume(batch.pending_bytes());
+    while (batch.pop_sent(cookie)) qp.tx_sent_locked(cookie);
+  }
+  qp.link_lost_locked(false, "fuzz input ended");
+  qp.detach_link_locked();
+  std::array<WorkCompletion, 64> wcs;
+  while (h.cq.poll(wcs) > 0) {
+  }
+  for (auto& m : h.mr) m->valid.store(true);  // Send with Invalidate may have invalidated some
+}
+
+}  // namespace
+}  // namespace uwarp
+
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+  uwarp::run_one(data, size);
+  return 0;
+}
