@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <mutex>
 #include <thread>
@@ -86,7 +87,7 @@ class EpollBackend final : public IoBackend {
   }
 
   void run_once(int timeout_ms) override {
-    loop_thread_ = std::this_thread::get_id();
+    loop_thread_.store(std::this_thread::get_id(), std::memory_order_relaxed);
     {
       std::lock_guard lock(mu_);
       if (!ready_.empty()) timeout_ms = 0;
@@ -143,7 +144,7 @@ class EpollBackend final : public IoBackend {
       now = f(it->second);
       if (now) ready_.push_back(fd);
     }
-    if (now && std::this_thread::get_id() != loop_thread_) wake();
+    if (now && std::this_thread::get_id() != loop_thread_.load(std::memory_order_relaxed)) wake();
   }
 
   // Performs whatever is armed and ready on fd; callbacks run without the lock held.
@@ -229,7 +230,7 @@ class EpollBackend final : public IoBackend {
   std::mutex mu_;
   std::unordered_map<int, FdState> fds_;
   std::vector<int> ready_;
-  std::thread::id loop_thread_;
+  std::atomic<std::thread::id> loop_thread_{};
 };
 
 }  // namespace

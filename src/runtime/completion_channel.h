@@ -2,6 +2,8 @@
 // channel's fd is readable while events are undelivered (ibv_comp_channel semantics).
 #pragma once
 
+#include <chrono>
+
 #include "runtime/event_queue.h"
 #include "verbs/completion_queue.h"
 
@@ -13,12 +15,30 @@ class CompletionChannel final : public verbs::CqEventSink {
   int fd() const { return queue_.fd(); }
   // The CQ that fired, or null on timeout. timeout_ms: 0 polls, -1 waits without limit.
   verbs::CompletionQueue* wait(int timeout_ms) {
-    auto e = queue_.take(timeout_ms);
-    return e ? *e : nullptr;
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+    while (true) {
+      auto e = queue_.take(timeout_ms);
+      if (!e) return nullptr;
+      if (*e != nullptr) return *e;
+      // A forgotten CQ's event: keep waiting for the rest of the time.
+      if (timeout_ms > 0) {
+        const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+        if (left.count() <= 0) return nullptr;
+        timeout_ms = static_cast<int>(left.count());
+      }
+    }
   }
+  // One blocking read() of the fd, honouring O_NONBLOCK set on it (OFA's ibv_get_cq_event).
+  // Null when nothing was taken (errno says why: EAGAIN when non-blocking) or when the event
+  // taken belonged to a forgotten CQ (errno untouched); callers loop.
   verbs::CompletionQueue* wait_honouring_fd_mode() {
     auto e = queue_.take_honouring_fd_mode();
     return e ? *e : nullptr;
+  }
+  // Drops the undelivered events of `cq` (it is being destroyed). Each leaves a tombstone that
+  // wait() skips, so the fd stays readable until it is consumed.
+  std::size_t forget(const verbs::CompletionQueue* cq) {
+    return queue_.replace_if([cq](verbs::CompletionQueue* e) { return e == cq; }, nullptr);
   }
 
  private:
@@ -31,6 +51,9 @@ class AsyncEventQueue final : public verbs::AsyncEventSink {
   void async_event(const verbs::AsyncEvent& e) override { queue_.push(e); }
   int fd() const { return queue_.fd(); }
   std::optional<verbs::AsyncEvent> take(int timeout_ms) { return queue_.take(timeout_ms); }
+  // One blocking read() honouring O_NONBLOCK set on fd() (OFA's ibv_get_async_event); see
+  // EventQueue::take_honouring_fd_mode.
+  std::optional<verbs::AsyncEvent> take_honouring_fd_mode() { return queue_.take_honouring_fd_mode(); }
 
  private:
   EventQueue<verbs::AsyncEvent> queue_;

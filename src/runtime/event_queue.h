@@ -32,7 +32,24 @@ class EventQueue {
     events_.pop_front();
     return e;
   }
-  // Blocking take that honours O_NONBLOCK set on fd() (for OFA's read()-like calls).
+  // Replaces every undelivered event for which pred(event) holds by `replacement` (a
+  // tombstone the consumer skips), so that the fd's count keeps matching the queue. Returns how
+  // many were replaced. Used when the object an event names goes away before delivery.
+  template <typename Pred>
+  std::size_t replace_if(Pred pred, const T& replacement) {
+    std::lock_guard lock(mu_);
+    std::size_t n = 0;
+    for (T& e : events_) {
+      if (pred(e)) {
+        e = replacement;
+        ++n;
+      }
+    }
+    return n;
+  }
+  // Blocking take that honours O_NONBLOCK set on fd() (for OFA's read()-like calls). Returns
+  // nullopt with errno from read() (EAGAIN when non-blocking and empty), or with errno untouched
+  // when another consumer took the event first.
   std::optional<T> take_honouring_fd_mode() {
     if (!efd_.take(true)) return std::nullopt;
     std::lock_guard lock(mu_);

@@ -64,7 +64,7 @@ void Stream::pump_tx_locked() {
   pumping_ = true;
   do {
     pump_again_ = false;
-    while (!send_armed_ && !write_shut_ && !torn_down_) {
+    while (qp_ != nullptr && !send_armed_ && !write_shut_ && !torn_down_) {
       if (batch_.empty()) {
         refresh_fpdu_size_locked();
         if (!qp_->tx_fill_locked(batch_)) break;

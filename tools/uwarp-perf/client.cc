@@ -220,6 +220,9 @@ class Client {
         std::fprintf(stderr, "  %s %u B: %3.0f%%\r", to_string(o_.op), size, 100.0 * double(total_done) / double(total));
       }
     }
+    // A Write completes once TCP has it; a zero-length Read behind it on the same stream
+    // completes only after the server has placed every byte before it.
+    if (o_.op == Op::kWrite && !flush_writes()) return false;
     CtrlMsg end;
     end.type = MsgType::kEnd;
     if (!ep_.send_ctrl(end)) return fail("control send failed");
@@ -235,6 +238,28 @@ class Client {
     r.msg_rate = double(total) / secs;
     r.verified = o_.verify && good;
     if (o_.verify && !good) return fail("data verification failed");
+    return true;
+  }
+
+  bool flush_writes() {
+    auto& qps = ep_.data();
+    for (std::uint32_t q = 0; q < qps.size(); ++q) {
+      SendWr wr;
+      wr.wr_id = make_wr_id(WrKind::kData, q, 1);
+      wr.opcode = WrOpcode::kRdmaRead;
+      wr.remote_addr = qps[q]->peer.addr;
+      wr.rkey = qps[q]->peer.rkey;
+      if (Status s = qps[q]->qp.post_send(wr); !s) return fail("post_send: " + s.to_string());
+    }
+    std::vector<WorkCompletion> wcs;
+    for (std::size_t done = 0; done < qps.size();) {
+      wcs.clear();
+      if (!ep_.pump(kTimeoutMs, wcs)) return fail("write flush: no completion");
+      for (const WorkCompletion& wc : wcs) {
+        if (wc.status != WcStatus::kSuccess) return fail("write flush: " + std::string(to_string(wc.status)));
+        ++done;
+      }
+    }
     return true;
   }
 
@@ -280,13 +305,8 @@ class Client {
       const auto t0 = Clock::now();
       if (Status s = d.qp.post_send(wr); !s) return fail("post_send: " + s.to_string());
       if (o_.op == Op::kWrite) {
-        volatile std::uint8_t* last = d.buf.get() + size - 1;
         const std::uint8_t marker = static_cast<std::uint8_t>((i % 255) + 1);
-        const auto deadline = Clock::now() + std::chrono::seconds(10);
-        for (std::uint32_t spin = 0; *last != marker; ++spin) {
-          if ((spin & 1023) == 0 && Clock::now() > deadline) return fail("write latency: no answer");
-          if (spin > 64) std::this_thread::yield();
-        }
+        if (!wait_for_byte(d.buf.get() + size - 1, marker, 10000)) return fail("write latency: no answer");
         us.push_back(std::chrono::duration<double, std::micro>(Clock::now() - t0).count() / 2);
         if (wr.flags != 0) {
           wcs.clear();
@@ -309,6 +329,8 @@ class Client {
       const double rtt = std::chrono::duration<double, std::micro>(Clock::now() - t0).count();
       us.push_back(o_.op == Op::kRead ? rtt : rtt / 2);
     }
+    // The last write-back was seen by polling memory; a completion orders it with what follows.
+    if (o_.op == Op::kWrite && !flush_writes()) return false;
     r.lat_iters = iters;
     r.lat_median_us = percentile(us, 0.5);
     r.lat_p99_us = percentile(us, 0.99);

@@ -1,5 +1,8 @@
 #include "protocol.h"
 
+#include <chrono>
+#include <thread>
+
 namespace uwarp::perf {
 namespace {
 
@@ -81,6 +84,15 @@ void fill_pattern(std::uint8_t* p, std::size_t n, std::uint32_t seed) {
 bool check_pattern(const std::uint8_t* p, std::size_t n, std::uint32_t seed) {
   for (std::size_t i = 0; i < n; ++i) {
     if (p[i] != pattern_byte(i, seed)) return false;
+  }
+  return true;
+}
+
+bool wait_for_byte(const volatile std::uint8_t* byte, std::uint8_t value, int timeout_ms) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+  for (std::uint32_t spin = 0; *byte != value; ++spin) {
+    if ((spin & 1023) == 0 && std::chrono::steady_clock::now() > deadline) return false;
+    if (spin > 64) std::this_thread::yield();
   }
   return true;
 }

@@ -55,4 +55,9 @@ std::optional<Hello> decode_hello(std::span<const std::uint8_t> pd);
 void fill_pattern(std::uint8_t* p, std::size_t n, std::uint32_t seed);
 bool check_pattern(const std::uint8_t* p, std::size_t n, std::uint32_t seed);
 
+// Spins (yielding) until *byte == value, as ib_write_lat polls its buffer while the RNIC writes
+// into it; false after `timeout_ms`. The RNIC's write is not a C++ atomic, so ThreadSanitizer
+// reports this on purpose-built polling; tests/tsan.supp names this function.
+bool wait_for_byte(const volatile std::uint8_t* byte, std::uint8_t value, int timeout_ms);
+
 }  // namespace uwarp::perf

@@ -114,7 +114,8 @@ class Session {
           if (posted[q] < m.iters) {
             if (!post_data_recv(q, slot, m.size)) return false;
             ++posted[q];
-            if (++owed[q] >= batch) {
+            // Return credits in batches, and the last ones at once.
+            if (++owed[q] >= batch || posted[q] == m.iters) {
               CtrlMsg credit;
               credit.type = MsgType::kCredit;
               credit.qp = q;
@@ -170,13 +171,8 @@ class Session {
         if (!d.qp.post_send(wr)) return false;
       } else {
         // Write ping-pong as ib_write_lat: wait for the last byte to change, then write back.
-        volatile std::uint8_t* last = d.buf.get() + m.size - 1;
         const std::uint8_t marker = static_cast<std::uint8_t>((i % 255) + 1);
-        const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-        for (std::uint32_t spin = 0; *last != marker; ++spin) {
-          if ((spin & 1023) == 0 && std::chrono::steady_clock::now() > deadline) return false;
-          std::this_thread::yield();
-        }
+        if (!wait_for_byte(d.buf.get() + m.size - 1, marker, 10000)) return false;
         SendWr wr;
         wr.wr_id = make_wr_id(WrKind::kData, 0, 0);
         wr.opcode = WrOpcode::kRdmaWrite;
