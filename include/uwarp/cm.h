@@ -22,6 +22,7 @@ namespace uwarp {
 
 namespace detail {
 struct EventChannelImpl;
+struct Access;
 }
 namespace cm {
 class Connection;
@@ -60,6 +61,7 @@ class Connection {
   bool same(const Connection& other) const { return impl_ == other.impl_; }
 
  private:
+  friend struct detail::Access;
   friend class EventChannel;
   explicit Connection(std::shared_ptr<cm::Connection> impl) : impl_(std::move(impl)) {}
   std::shared_ptr<cm::Connection> impl_;
@@ -71,6 +73,7 @@ class Listener {
   void close();
 
  private:
+  friend struct detail::Access;
   friend class EventChannel;
   explicit Listener(std::shared_ptr<cm::Listener> impl) : impl_(std::move(impl)) {}
   std::shared_ptr<cm::Listener> impl_;
@@ -95,6 +98,7 @@ class EventChannel {
                              const ConnectionParams& params = {});
 
  private:
+  friend struct detail::Access;
   explicit EventChannel(std::shared_ptr<detail::EventChannelImpl> impl) : impl_(std::move(impl)) {}
   std::shared_ptr<detail::EventChannelImpl> impl_;
 };

@@ -33,6 +33,9 @@ struct CqImpl;
 struct ChannelImpl;
 struct SrqImpl;
 struct QpImpl;
+// Reaches the objects behind the handles; for in-tree adapters such as the OFA libraries
+// (ofa/), defined in src/api/impl.h. Not for applications.
+struct Access;
 }  // namespace detail
 
 class ProtectionDomain;
@@ -66,6 +69,7 @@ class Context {
   std::optional<AsyncEvent> get_async_event(int timeout_ms);
 
  private:
+  friend struct detail::Access;
   friend class EventChannel;
   friend class ProtectionDomain;
   explicit Context(std::shared_ptr<detail::ContextImpl> impl) : impl_(std::move(impl)) {}
@@ -85,6 +89,7 @@ class MemoryRegion {
   void deregister();
 
  private:
+  friend struct detail::Access;
   friend class ProtectionDomain;
   explicit MemoryRegion(std::shared_ptr<detail::MrImpl> impl) : impl_(std::move(impl)) {}
   std::shared_ptr<detail::MrImpl> impl_;
@@ -98,6 +103,7 @@ class CompletionChannel {
   std::optional<void*> get_event(int timeout_ms);
 
  private:
+  friend struct detail::Access;
   friend class Context;
   explicit CompletionChannel(std::shared_ptr<detail::ChannelImpl> impl) : impl_(std::move(impl)) {}
   std::shared_ptr<detail::ChannelImpl> impl_;
@@ -113,6 +119,7 @@ class CompletionQueue {
   std::uint32_t capacity() const;
 
  private:
+  friend struct detail::Access;
   friend class Context;
   friend class ProtectionDomain;
   explicit CompletionQueue(std::shared_ptr<detail::CqImpl> impl) : impl_(std::move(impl)) {}
@@ -127,6 +134,7 @@ class SharedReceiveQueue {
   std::size_t size() const;
 
  private:
+  friend struct detail::Access;
   friend class ProtectionDomain;
   explicit SharedReceiveQueue(std::shared_ptr<detail::SrqImpl> impl) : impl_(std::move(impl)) {}
   std::shared_ptr<detail::SrqImpl> impl_;
@@ -139,6 +147,8 @@ struct QpInitAttr {
   QpCaps caps{};
   bool signal_all = false;  // every send WR completes with a completion
   void* user_context = nullptr;
+  // OFA semantics (ibv_create_qp): the QP starts in RESET instead of INIT.
+  bool start_in_reset = false;
 };
 
 class QueuePair {
@@ -155,6 +165,7 @@ class QueuePair {
   std::uint16_t ord() const;
 
  private:
+  friend struct detail::Access;
   friend class ProtectionDomain;
   friend class EventChannel;
   friend class Connection;
@@ -167,10 +178,15 @@ class ProtectionDomain {
   // Registers [addr, addr + length) with the access:: rights given. The memory stays owned by
   // the application and must stay valid until the region is deregistered.
   Result<MemoryRegion> reg_mr(void* addr, std::size_t length, std::uint32_t access);
+  // As reg_mr, but peers and local SGEs address the region as [iova, iova + length) instead of
+  // by its virtual address (ibv_reg_mr_iova).
+  Result<MemoryRegion> reg_mr_iova(void* addr, std::size_t length, std::uint64_t iova,
+                                   std::uint32_t access);
   Result<QueuePair> create_qp(const QpInitAttr& attr);
   Result<SharedReceiveQueue> create_srq(std::uint32_t max_wr, std::uint32_t max_sge, void* user_context = nullptr);
 
  private:
+  friend struct detail::Access;
   friend class Context;
   explicit ProtectionDomain(std::shared_ptr<detail::PdImpl> impl) : impl_(std::move(impl)) {}
   std::shared_ptr<detail::PdImpl> impl_;

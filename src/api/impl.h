@@ -58,6 +58,11 @@ struct CqImpl {
   verbs::CompletionQueue cq;
   CqImpl(std::shared_ptr<ContextImpl> c, std::shared_ptr<ChannelImpl> ch, std::uint32_t n, void* user)
       : ctx(std::move(c)), channel(std::move(ch)), cq(n, channel ? &channel->channel : nullptr, user) {}
+  // Events of this CQ not yet taken from the channel must not outlive it (the channel would hand
+  // out a dangling CQ).
+  ~CqImpl() {
+    if (channel) channel->channel.forget(&cq);
+  }
 };
 
 struct SrqImpl {
@@ -97,6 +102,21 @@ struct QpImpl {
 struct EventChannelImpl {
   std::shared_ptr<ContextImpl> ctx;
   std::shared_ptr<cm::EventChannel> events = std::make_shared<cm::EventChannel>();
+};
+
+// The objects behind the public handles, for in-tree adapters that map another API onto the
+// core (the OFA libraries in ofa/). A friend of every handle class. Not part of the installed
+// API: the detail:: types may change at any time.
+struct Access {
+  template <typename Handle>
+  static const auto& impl(const Handle& handle) {
+    return handle.impl_;
+  }
+  // A handle around an existing object (e.g. a second handle to the same QP).
+  template <typename Handle, typename Impl>
+  static Handle wrap(std::shared_ptr<Impl> impl) {
+    return Handle(std::move(impl));
+  }
 };
 
 }  // namespace uwarp::detail

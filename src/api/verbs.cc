@@ -1,11 +1,24 @@
 // The native verbs API (include/uwarp/verbs.h) over the verbs and runtime layers.
 #include "uwarp/verbs.h"
 
+#include <thread>
+
 #include "api/impl.h"
 
 namespace uwarp {
 
-Result<Context> Context::open() { return Context(std::make_shared<detail::ContextImpl>()); }
+Result<Context> Context::open() {
+  // The last reference may be dropped on the progress thread itself (by an object it retires);
+  // the engine cannot join its own thread, so the context is then destroyed by another one.
+  auto deleter = [](detail::ContextImpl* c) {
+    if (c->engine.on_engine_thread()) {
+      std::thread([c] { delete c; }).detach();
+    } else {
+      delete c;
+    }
+  };
+  return Context(std::shared_ptr<detail::ContextImpl>(new detail::ContextImpl, deleter));
+}
 
 const DeviceLimits& Context::limits() const { return impl_->device.limits(); }
 
@@ -74,6 +87,11 @@ std::uint16_t QueuePair::ird() const { return impl_->qp->ird(); }
 std::uint16_t QueuePair::ord() const { return impl_->qp->ord(); }
 
 Result<MemoryRegion> ProtectionDomain::reg_mr(void* addr, std::size_t length, std::uint32_t access_flags) {
+  return reg_mr_iova(addr, length, reinterpret_cast<std::uintptr_t>(addr), access_flags);
+}
+
+Result<MemoryRegion> ProtectionDomain::reg_mr_iova(void* addr, std::size_t length, std::uint64_t iova,
+                                                   std::uint32_t access_flags) {
   if (addr == nullptr && length > 0) return error(Errc::kInvalidArgument, "null address");
   if ((access_flags & ~access::kAll) != 0) return error(Errc::kInvalidArgument, "unknown access flags");
   // The verbs rule: remote write or atomic access needs local write access too.
@@ -83,7 +101,7 @@ Result<MemoryRegion> ProtectionDomain::reg_mr(void* addr, std::size_t length, st
   auto mr = std::make_shared<verbs::MemoryRegion>();
   mr->addr = static_cast<std::uint8_t*>(addr);
   mr->length = length;
-  mr->iova = reinterpret_cast<std::uintptr_t>(addr);
+  mr->iova = iova;
   mr->access = access_flags;
   mr->pd = &impl_->pd;
   if (!impl_->ctx->device.stags().insert(mr)) return error(Errc::kNoResources, "STag table is full");
@@ -116,8 +134,11 @@ Result<QueuePair> ProtectionDomain::create_qp(const QpInitAttr& attr) {
   cfg.signal_all = attr.signal_all;
   cfg.user_context = attr.user_context;
   q->qp = std::make_unique<verbs::QueuePair>(impl_->ctx->device, cfg);
-  // As with rdma_cm, a new QP is ready for receives at once; connecting moves it to RTS.
-  if (Status s = q->qp->modify_state(QpState::kInit); !s) return Unexpected{s};
+  // As with rdma_cm, a new QP is ready for receives at once; connecting moves it to RTS. OFA's
+  // ibv_create_qp asks for RESET instead.
+  if (!attr.start_in_reset) {
+    if (Status s = q->qp->modify_state(QpState::kInit); !s) return Unexpected{s};
+  }
   return QueuePair(std::move(q));
 }
 

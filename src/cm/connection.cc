@@ -335,7 +335,9 @@ void Connection::fail(CmEventType type, Status why, std::optional<wire::Terminat
 }
 
 void Connection::close_handshake() {
-  // Engine thread.
+  // Engine thread. Releasing the listener's reference may drop the last one, while a callback
+  // of this object is still on the stack: keep it alive until the engine is done with it.
+  engine_.retire(shared_from_this());
   if (timer_ != 0) engine_.cancel_timer(timer_);
   timer_ = 0;
   if (fd_.valid()) {

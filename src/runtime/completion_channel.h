@@ -22,7 +22,8 @@ class CompletionChannel final : public verbs::CqEventSink {
       if (*e != nullptr) return *e;
       // A forgotten CQ's event: keep waiting for the rest of the time.
       if (timeout_ms > 0) {
-        const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+        const auto left =
+            std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
         if (left.count() <= 0) return nullptr;
         timeout_ms = static_cast<int>(left.count());
       }
@@ -53,7 +54,9 @@ class AsyncEventQueue final : public verbs::AsyncEventSink {
   std::optional<verbs::AsyncEvent> take(int timeout_ms) { return queue_.take(timeout_ms); }
   // One blocking read() honouring O_NONBLOCK set on fd() (OFA's ibv_get_async_event); see
   // EventQueue::take_honouring_fd_mode.
-  std::optional<verbs::AsyncEvent> take_honouring_fd_mode() { return queue_.take_honouring_fd_mode(); }
+  std::optional<verbs::AsyncEvent> take_honouring_fd_mode() {
+    return queue_.take_honouring_fd_mode();
+  }
 
  private:
   EventQueue<verbs::AsyncEvent> queue_;

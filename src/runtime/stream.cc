@@ -120,8 +120,9 @@ void Stream::on_send(long result) {
 }
 
 void Stream::receive_direct_locked(long& status) {
-  // Receive straight into the placement target while one is pending and large.
-  for (int i = 0; i < 64 && status > 0; ++i) {
+  // Receive straight into the placement target while one is pending and large. Any call into
+  // the QP may end the stream (a send failing inside it), so qp_ is checked on every round.
+  for (int i = 0; i < 64 && status > 0 && qp_ != nullptr; ++i) {
     const ByteSpan target = qp_->rx_direct_target_locked();
     if (target.size() < kDirectMin || !qp_->rx_open_locked()) return;
     large_payloads_ = true;
@@ -140,15 +141,17 @@ void Stream::on_recv(long result) {
   if (qp_ == nullptr) return;
   std::lock_guard qlock(qp_->mutex());
   long status = result;
-  if (result > 0) {
-    if (qp_->rx_open_locked()) {
-      qp_->rx_feed_locked(ConstByteSpan(bounce_.data(), static_cast<std::size_t>(result)));
-      receive_direct_locked(status);
-    }
-    // After a Terminate (either way) incoming bytes are read and dropped until the peer closes.
+  if (result > 0 && qp_->rx_open_locked()) {
+    qp_->rx_feed_locked(ConstByteSpan(bounce_.data(), static_cast<std::size_t>(result)));
+    receive_direct_locked(status);
   }
+  // After a Terminate (either way) incoming bytes are read and dropped until the peer closes.
+  if (qp_ == nullptr) return;  // the stream ended while the QP handled the bytes
   if (status == 0) {
-    lost_locked(true, "the peer closed the connection");
+    // An orderly close only between FPDUs; a stream cut inside one is a failure.
+    const bool graceful = qp_->rx_at_boundary_locked();
+    lost_locked(graceful, graceful ? "the peer closed the connection"
+                                   : "the peer closed the connection in the middle of an FPDU");
     return;
   }
   if (status < 0) {
@@ -156,7 +159,7 @@ void Stream::on_recv(long result) {
     return;
   }
   pump_tx_locked();
-  arm_recv_locked();
+  if (qp_ != nullptr) arm_recv_locked();
 }
 
 void Stream::arm_recv_locked() {

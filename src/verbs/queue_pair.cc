@@ -192,6 +192,7 @@ void QueuePair::push_send_completion(const SqEntry& e) {
   WorkCompletion wc;
   wc.wr_id = e.wr_id;
   wc.status = e.status;
+  wc.vendor_err = e.vendor_err;
   wc.qp_num = qp_num_;
   switch (e.opcode) {
     case WrOpcode::kSend:
@@ -263,14 +264,15 @@ void QueuePair::enter_error(std::optional<WcStatus> first_status, std::uint32_t 
     // belongs to it; everything else is flushed.
     if (first && first_status && (e.phase == Phase::kAwaitingResponse || e.phase == Phase::kInFlight)) {
       e.status = *first_status;
+      e.vendor_err = vendor_err;
     } else {
       e.status = WcStatus::kWrFlushError;
     }
     first = false;
+    if (e.phase == Phase::kInFlight && !e.inline_data.empty()) retired_inline_.push_back(std::move(e.inline_data));
     e.phase = Phase::kDone;
     e.mrs.clear();
   }
-  (void)vendor_err;
   orq_.clear();
   irq_.clear();
   responding_ = InboundRead{};

@@ -92,6 +92,8 @@ class QueuePair final : public proto::RxDelegate {
   void rx_commit_locked(std::size_t n);
   std::size_t rx_feed_locked(ConstByteSpan bytes);
   bool rx_open_locked() const;
+  // No FPDU is partly received (an end of stream here is an orderly close).
+  bool rx_at_boundary_locked() const { return !reader_ || reader_->at_boundary(); }
 
   // Transmit path: appends FPDUs to `batch`; returns true if it added any.
   bool tx_fill_locked(proto::TxBatch& batch);
@@ -123,6 +125,7 @@ class QueuePair final : public proto::RxDelegate {
     std::uint32_t response_bytes = 0;
     Phase phase = Phase::kQueued;
     WcStatus status = WcStatus::kSuccess;
+    std::uint32_t vendor_err = 0;  // the peer's Terminate control word, for the WR it failed
     bool signaled = false;
   };
   struct InboundRead {
@@ -186,6 +189,9 @@ class QueuePair final : public proto::RxDelegate {
   std::deque<SqEntry> sq_;
   std::size_t sq_next_ = 0;
   std::uint64_t next_seq_ = 1;
+  // Inline data of requests flushed while in flight: the transmit batch may still point at it
+  // and is sent out after an error (a Terminate may follow it), so it lives as long as the QP.
+  std::vector<std::vector<std::uint8_t>> retired_inline_;
   std::deque<std::uint64_t> orq_;  // RDMA Reads awaiting their response, oldest first
   std::uint32_t send_msn_ = 1;     // next MSN on queue 0
   std::uint32_t read_msn_ = 1;     // next MSN on queue 1
@@ -204,7 +210,10 @@ class QueuePair final : public proto::RxDelegate {
   // Transmit: the message being segmented, its body and gather list.
   proto::MessageSegmenter segmenter_;
   bool segmenting_terminate_ = false;
-  std::array<std::uint8_t, wire::kReadRequestSize> read_request_body_{};
+  // Read Request bodies: the batch's iovecs point at them until it is sent, and a batch can
+  // hold several Read Requests, so each gets its own slot (a batch has at most kMaxFpdus).
+  std::array<std::array<std::uint8_t, wire::kReadRequestSize>, proto::TxBatch::kMaxFpdus> read_request_bodies_{};
+  std::size_t next_read_request_body_ = 0;
   std::vector<ConstByteSpan> gather_;
 
   // Receive scratch.

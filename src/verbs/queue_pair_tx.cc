@@ -79,8 +79,9 @@ bool QueuePair::next_message(proto::MessageSegmenter::Message& m) {
       case proto::RtrType::kRead: {
         wire::ReadRequest rr;
         rr.source_stag = proto::kRtrStag;
-        wire::encode_read_request(rr, read_request_body_);
-        gather_.push_back(ConstByteSpan(read_request_body_));
+        auto& body = read_request_bodies_[next_read_request_body_++ % read_request_bodies_.size()];
+        wire::encode_read_request(rr, body);
+        gather_.push_back(ConstByteSpan(body));
         m.header = untagged(wire::RdmapOpcode::kReadRequest, wire::kQueueReadRequest, read_msn_++);
         m.length = wire::kReadRequestSize;
         rtr_read_pending_ = true;
@@ -164,8 +165,9 @@ bool QueuePair::start_sq_entry(SqEntry& e, proto::MessageSegmenter::Message& m) 
       rr.size = e.length;
       rr.source_stag = e.rkey;
       rr.source_to = e.remote_addr;
-      wire::encode_read_request(rr, read_request_body_);
-      gather_.push_back(ConstByteSpan(read_request_body_));
+      auto& body = read_request_bodies_[next_read_request_body_++ % read_request_bodies_.size()];
+      wire::encode_read_request(rr, body);
+      gather_.push_back(ConstByteSpan(body));
       m.header = untagged(wire::RdmapOpcode::kReadRequest, wire::kQueueReadRequest, read_msn_++);
       m.length = wire::kReadRequestSize;
       orq_.push_back(e.seq);

@@ -36,6 +36,11 @@ class ReceiveQueue {
   // return of limit_reached()) when fewer than `limit` entries remain; then the limit disarms.
   void arm_limit(std::uint32_t limit);
   bool consume_limit_event();
+  // The armed limit; 0 when none is armed (or once it fired).
+  std::uint32_t limit() const {
+    std::lock_guard lock(mu_);
+    return limit_;
+  }
 
  private:
   const ProtectionDomain* pd_;

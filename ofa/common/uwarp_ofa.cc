@@ -1,0 +1,79 @@
+// The bridge of uwarp_ofa.h over the wrappers of objects.h: what librdmacm.so.1 calls in
+// libibverbs.so.1 to reach the core objects and to bind connections to QPs.
+#include "common/uwarp_ofa.h"
+
+#include <mutex>
+
+#include "api/impl.h"
+#include "common/objects.h"
+
+namespace uwarp::ofa {
+namespace {
+
+// Connections may be bound to a QP that never carried one: RESET or INIT (as rdma_cm).
+Status check_bindable(ibv_qp* qp) {
+  if (qp == nullptr) return Status(Errc::kInvalidArgument, "no QP");
+  const QpState s = OfaQp::from(qp)->core.state();
+  if (s != QpState::kReset && s != QpState::kInit) {
+    return Status(Errc::kInvalidState, "a connection needs a QP in RESET or INIT");
+  }
+  if (qp_has_connection(qp)) return Status(Errc::kInvalidState, "the QP already has a connection");
+  return Status::ok();
+}
+
+}  // namespace
+
+int bridge_version() noexcept {
+  return kBridgeVersion;
+}
+
+Context* context_of(ibv_context* context) noexcept {
+  OfaContext* c = OfaContext::from(context);
+  return c != nullptr ? &c->core : nullptr;
+}
+ProtectionDomain* pd_of(ibv_pd* pd) noexcept {
+  return pd != nullptr ? &OfaPd::from(pd)->core : nullptr;
+}
+MemoryRegion* mr_of(ibv_mr* mr) noexcept {
+  return mr != nullptr ? &OfaMr::from(mr)->core : nullptr;
+}
+CompletionChannel* channel_of(ibv_comp_channel* channel) noexcept {
+  return channel != nullptr ? &OfaChannel::from(channel)->core : nullptr;
+}
+CompletionQueue* cq_of(ibv_cq* cq) noexcept {
+  return cq != nullptr ? &*OfaCq::from(cq)->core : nullptr;
+}
+QueuePair* qp_of(ibv_qp* qp) noexcept {
+  return qp != nullptr ? &OfaQp::from(qp)->core : nullptr;
+}
+SharedReceiveQueue* srq_of(ibv_srq* srq) noexcept {
+  return srq != nullptr ? &OfaSrq::from(srq)->core : nullptr;
+}
+
+bool qp_has_connection(ibv_qp* qp) noexcept {
+  if (qp == nullptr) return false;
+  const auto& impl = detail::Access::impl(OfaQp::from(qp)->core);
+  std::lock_guard lock(impl->mu);
+  return impl->connection != nullptr;
+}
+
+Result<Connection> connect_qp(EventChannel& channel, ibv_qp* qp, const std::string& host,
+                              std::uint16_t port, const ConnectionParams& params) {
+  try {
+    if (Status s = check_bindable(qp); !s) return Unexpected{s};
+    return channel.connect(host, port, OfaQp::from(qp)->core, params);
+  } catch (...) {
+    return error(Errc::kNoResources, "out of memory");
+  }
+}
+
+Status accept_qp(Connection& connection, ibv_qp* qp, const ConnectionParams& params) {
+  try {
+    if (Status s = check_bindable(qp); !s) return s;
+    return connection.accept(OfaQp::from(qp)->core, params);
+  } catch (...) {
+    return Status(Errc::kNoResources, "out of memory");
+  }
+}
+
+}  // namespace uwarp::ofa

@@ -1,0 +1,475 @@
+// proto::TxBatch and MessageSegmenter: FPDU segmentation at the siw FPDU size, L bit, TO/MO,
+// gather lists, batch limits, partial sends with pop_sent() cookies, pad and CRC trailers.
+#include "proto/tx_batch.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <random>
+#include <vector>
+
+#include "proto/proto_test_util.h"
+#include "wire/fpdu.h"
+
+namespace uwarp::proto {
+namespace {
+
+using testing::Bytes;
+using testing::ParsedFpdu;
+using testing::pattern;
+using testing::tagged_header;
+using testing::untagged_header;
+using wire::RdmapOpcode;
+
+// The FPDU size siw uses at MSS 1448 (runtime::max_ulpdu_for_mss): the MSS rounded down to a
+// multiple of 8 bounds the whole FPDU.
+constexpr std::size_t kMss = 1448;
+const std::size_t kMaxUlpdu = wire::max_ulpdu_for_fpdu_size(kMss & ~std::size_t{7});
+
+struct Drained {
+  Bytes bytes;
+  std::vector<std::uint64_t> cookies;
+};
+
+// Sends everything pending at once and collects the finished messages.
+void drain(TxBatch& batch, Drained& out) {
+  const Bytes b = testing::flatten(batch.pending());
+  EXPECT_EQ(b.size(), batch.pending_bytes());
+  testing::append(out.bytes, b);
+  batch.consume(b.size());
+  for (std::uint64_t c : testing::pop_all_sent(batch)) out.cookies.push_back(c);
+  EXPECT_TRUE(batch.empty());
+}
+
+// Segments `m` completely, draining the batch whenever it fills; bounded.
+Drained send_message(const MessageSegmenter::Message& m, std::size_t max_ulpdu, bool crc) {
+  TxBatch batch;
+  MessageSegmenter seg;
+  seg.start(m);
+  Drained out;
+  for (int i = 0; i < 10000; ++i) {
+    const bool done = seg.fill(batch, max_ulpdu, crc);
+    drain(batch, out);
+    if (done) break;
+  }
+  EXPECT_FALSE(seg.active());
+  return out;
+}
+
+std::vector<ParsedFpdu> parse_all(const Bytes& stream) {
+  std::size_t rest = 0;
+  auto parsed = testing::parse_stream(stream, &rest);
+  EXPECT_TRUE(parsed.has_value());
+  EXPECT_EQ(rest, 0u);
+  return parsed ? *parsed : std::vector<ParsedFpdu>{};
+}
+
+TEST(proto_tx_batch, SiwFpduSizeAtMss1448) {
+  EXPECT_EQ(kMaxUlpdu, 1442u);
+  EXPECT_EQ(wire::fpdu_size(kMaxUlpdu), kMss);
+  EXPECT_EQ(kMaxUlpdu - wire::kTaggedHeaderSize, 1428u);  // siw: 1428 payload bytes per WRITE FPDU
+}
+
+TEST(proto_tx_batch, WriteIsSegmentedAt1428PayloadBytes) {
+  for (bool crc : {false, true}) {
+    const Bytes data = pattern(10000, 1);
+    const ConstByteSpan gather[] = {data};
+    MessageSegmenter::Message m;
+    m.header = tagged_header(RdmapOpcode::kRdmaWrite, 0xABCD01, 0x7000000000);
+    m.gather = gather;
+    m.length = data.size();
+    m.cookie = 42;
+    const Drained d = send_message(m, kMaxUlpdu, crc);
+    const auto fpdus = parse_all(d.bytes);
+    ASSERT_EQ(fpdus.size(), 8u);  // 7 x 1428 + 4
+    Bytes payload;
+    for (std::size_t i = 0; i < fpdus.size(); ++i) {
+      const ParsedFpdu& f = fpdus[i];
+      EXPECT_LE(f.size, kMss);
+      EXPECT_EQ(f.payload.size(), i + 1 < fpdus.size() ? 1428u : 4u);
+      EXPECT_EQ(f.header.last, i + 1 == fpdus.size()) << i;
+      EXPECT_TRUE(f.header.tagged);
+      EXPECT_EQ(f.header.opcode, 0);
+      EXPECT_EQ(f.header.stag, 0xABCD01u);
+      EXPECT_EQ(f.header.tagged_offset, 0x7000000000u + i * 1428);
+      EXPECT_EQ(f.crc_ok, crc) << i;
+      if (!crc) {
+        EXPECT_EQ(f.crc_field, 0u);
+      }
+      testing::append(payload, f.payload);
+    }
+    EXPECT_EQ(payload, data);
+    EXPECT_EQ(d.cookies, std::vector<std::uint64_t>{42});
+  }
+}
+
+TEST(proto_tx_batch, SendIsSegmentedWithAdvancingMessageOffset) {
+  const Bytes data = pattern(5000, 2);
+  const ConstByteSpan gather[] = {data};
+  MessageSegmenter::Message m;
+  m.header = untagged_header(RdmapOpcode::kSendSeInvalidate, 0, 7);
+  m.header.ulp_reserved = 0x55AA01;
+  m.gather = gather;
+  m.length = data.size();
+  const Drained d = send_message(m, kMaxUlpdu, true);
+  const auto fpdus = parse_all(d.bytes);
+  ASSERT_EQ(fpdus.size(), 4u);  // 3 x 1424 + 728
+  Bytes payload;
+  for (std::size_t i = 0; i < fpdus.size(); ++i) {
+    const ParsedFpdu& f = fpdus[i];
+    EXPECT_FALSE(f.header.tagged);
+    EXPECT_EQ(f.header.opcode, static_cast<std::uint8_t>(RdmapOpcode::kSendSeInvalidate));
+    EXPECT_EQ(f.header.queue, 0u);
+    EXPECT_EQ(f.header.msn, 7u);
+    EXPECT_EQ(f.header.ulp_reserved, 0x55AA01u);
+    EXPECT_EQ(f.header.message_offset, i * 1424);
+    EXPECT_EQ(f.header.last, i == 3);
+    EXPECT_TRUE(f.crc_ok);
+    EXPECT_EQ(f.payload.size(), i < 3 ? 1424u : 728u);
+    testing::append(payload, f.payload);
+  }
+  EXPECT_EQ(payload, data);
+}
+
+TEST(proto_tx_batch, ZeroLengthMessagesAreOneHeaderOnlyFpdu) {
+  TxBatch batch;
+  MessageSegmenter seg;
+  MessageSegmenter::Message w;
+  w.header = tagged_header(RdmapOpcode::kRdmaWrite, 1, 0);
+  w.cookie = 1;
+  seg.start(w);
+  ASSERT_TRUE(seg.fill(batch, kMaxUlpdu, true));
+  MessageSegmenter::Message s;
+  s.header = untagged_header(RdmapOpcode::kSend, 0, 1);
+  s.cookie = 2;
+  seg.start(s);
+  ASSERT_TRUE(seg.fill(batch, kMaxUlpdu, true));
+  const Bytes all = testing::flatten(batch.pending());
+  const auto fpdus = parse_all(all);
+  ASSERT_EQ(fpdus.size(), 2u);
+  EXPECT_EQ(fpdus[0].ulpdu.size(), wire::kTaggedHeaderSize);
+  EXPECT_EQ(fpdus[1].ulpdu.size(), wire::kUntaggedHeaderSize);
+  EXPECT_TRUE(fpdus[0].header.last);
+  EXPECT_TRUE(fpdus[1].header.last);
+  EXPECT_TRUE(fpdus[0].crc_ok);
+  EXPECT_TRUE(fpdus[1].crc_ok);
+  // siw's RTR Write, byte for byte (ULPDU 14, CRC 0x5f4cd3eb).
+  const Bytes siw_rtr = {0x00, 0x0e, 0xc1, 0x40, 0x00, 0x00, 0x00, 0x01, 0x00, 0x00,
+                         0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0xeb, 0xd3, 0x4c, 0x5f};
+  EXPECT_EQ(Bytes(all.begin(), all.begin() + 20), siw_rtr);
+  // The first cookie is due only once its last byte is gone.
+  std::uint64_t c = 0;
+  batch.consume(19);
+  EXPECT_FALSE(batch.pop_sent(c));
+  batch.consume(1);
+  ASSERT_TRUE(batch.pop_sent(c));
+  EXPECT_EQ(c, 1u);
+  EXPECT_FALSE(batch.pop_sent(c));
+}
+
+TEST(proto_tx_batch, PadAndCrcForEveryUlpduLengthModuloFour) {
+  for (bool crc : {false, true}) {
+    for (std::size_t len = 0; len < 8; ++len) {
+      const Bytes data = pattern(len, 3);
+      const ConstByteSpan gather[] = {data};
+      MessageSegmenter::Message m;
+      m.header = tagged_header(RdmapOpcode::kRdmaWrite, 9, 0);
+      m.gather = gather;
+      m.length = len;
+      const Drained d = send_message(m, kMaxUlpdu, crc);
+      const auto fpdus = parse_all(d.bytes);
+      ASSERT_EQ(fpdus.size(), 1u);
+      EXPECT_EQ(d.bytes.size() % 4, 0u);
+      EXPECT_EQ(fpdus[0].pad.size(), wire::fpdu_pad_length(14 + len));
+      for (std::uint8_t p : fpdus[0].pad) EXPECT_EQ(p, 0);
+      EXPECT_EQ(fpdus[0].crc_ok, crc);
+      EXPECT_EQ(wire::decode_fpdu(d.bytes, crc).has_value(), true);
+    }
+  }
+}
+
+TEST(proto_tx_batch, GatherListsWithManyAndEmptyPieces) {
+  std::mt19937 rng(1234);
+  for (int round = 0; round < 20; ++round) {
+    const std::size_t pieces = std::uniform_int_distribution<std::size_t>(1, 400)(rng);
+    std::vector<Bytes> store;
+    std::vector<ConstByteSpan> gather;
+    Bytes whole;
+    for (std::size_t i = 0; i < pieces; ++i) {
+      const std::size_t n = std::uniform_int_distribution<int>(0, 2)(rng) == 0
+                                ? 0
+                                : std::uniform_int_distribution<std::size_t>(1, 60)(rng);
+      store.push_back(pattern(n, static_cast<std::uint32_t>(round * 1000 + i)));
+    }
+    for (const Bytes& b : store) {
+      gather.push_back(b);
+      testing::append(whole, b);
+    }
+    const std::size_t max_ulpdu = std::uniform_int_distribution<int>(0, 1)(rng) ? kMaxUlpdu : 100;
+    MessageSegmenter::Message m;
+    m.header = untagged_header(RdmapOpcode::kSend, 0, 1);
+    m.gather = gather;
+    m.length = whole.size();
+    m.cookie = 5;
+
+    TxBatch batch;
+    MessageSegmenter seg;
+    seg.start(m);
+    Drained d;
+    int fills = 0;
+    for (; fills < 10000; ++fills) {
+      const bool done = seg.fill(batch, max_ulpdu, true);
+      for (const iovec& v : batch.pending()) EXPECT_GT(v.iov_len, 0u) << "empty iovec";
+      drain(batch, d);
+      if (done) break;
+    }
+    ASSERT_LT(fills, 10000);
+    const auto fpdus = parse_all(d.bytes);
+    ASSERT_FALSE(fpdus.empty());
+    Bytes payload;
+    std::size_t mo = 0;
+    for (std::size_t i = 0; i < fpdus.size(); ++i) {
+      const ParsedFpdu& f = fpdus[i];
+      EXPECT_LE(f.ulpdu.size(), max_ulpdu);
+      EXPECT_EQ(f.header.message_offset, mo);
+      EXPECT_EQ(f.header.last, i + 1 == fpdus.size());
+      if (!f.header.last) {
+        EXPECT_FALSE(f.payload.empty()) << "empty middle segment at " << i;
+      }
+      EXPECT_TRUE(f.crc_ok);
+      mo += f.payload.size();
+      testing::append(payload, f.payload);
+    }
+    EXPECT_EQ(payload, whole) << "round " << round;
+    EXPECT_EQ(d.cookies, std::vector<std::uint64_t>{5});
+  }
+}
+
+TEST(proto_tx_batch, MessageLongerThanOneBatchContinuesInTheNext) {
+  const Bytes data = pattern(60 * 100, 4);
+  const ConstByteSpan gather[] = {data};
+  MessageSegmenter::Message m;
+  m.header = tagged_header(RdmapOpcode::kReadResponse, 3, 1000);
+  m.gather = gather;
+  m.length = data.size();
+  m.cookie = 9;
+  const std::size_t max_ulpdu = wire::kTaggedHeaderSize + 100;  // 100 payload bytes per FPDU
+  TxBatch batch;
+  MessageSegmenter seg;
+  seg.start(m);
+  // Each FPDU takes three iovecs (header, payload, trailer): 42 fit in 128.
+  EXPECT_FALSE(seg.fill(batch, max_ulpdu, false));
+  EXPECT_TRUE(seg.active());
+  Drained d;
+  drain(batch, d);
+  EXPECT_TRUE(d.cookies.empty());
+  EXPECT_EQ(parse_all(d.bytes).size(), TxBatch::kMaxIov / 3);
+  EXPECT_TRUE(seg.fill(batch, max_ulpdu, false));
+  EXPECT_FALSE(seg.active());
+  drain(batch, d);
+  const auto fpdus = parse_all(d.bytes);
+  ASSERT_EQ(fpdus.size(), 60u);
+  for (std::size_t i = 0; i < 60; ++i) {
+    EXPECT_EQ(fpdus[i].header.tagged_offset, 1000 + i * 100);
+    EXPECT_EQ(fpdus[i].header.last, i == 59);
+  }
+  EXPECT_EQ(d.cookies, std::vector<std::uint64_t>{9});
+}
+
+// A batch of three messages; returns it filled, with the stream and each message's end offset.
+struct ThreeMessages {
+  Bytes a = pattern(3000, 5), b, c = pattern(77, 6);
+  std::vector<ConstByteSpan> ga{ConstByteSpan(a)}, gb, gc{ConstByteSpan(c)};
+
+  void fill(TxBatch& batch) {
+    MessageSegmenter seg;
+    MessageSegmenter::Message m;
+    m.header = untagged_header(RdmapOpcode::kSend, 0, 1);
+    m.gather = ga;
+    m.length = a.size();
+    m.cookie = 11;
+    seg.start(m);
+    ASSERT_TRUE(seg.fill(batch, kMaxUlpdu, true));
+    m.header = tagged_header(RdmapOpcode::kRdmaWrite, 2, 0);
+    m.gather = gb;
+    m.length = 0;
+    m.cookie = 22;
+    seg.start(m);
+    ASSERT_TRUE(seg.fill(batch, kMaxUlpdu, true));
+    m.header = untagged_header(RdmapOpcode::kSend, 0, 2);
+    m.gather = gc;
+    m.length = c.size();
+    m.cookie = 33;
+    seg.start(m);
+    ASSERT_TRUE(seg.fill(batch, kMaxUlpdu, true));
+  }
+};
+
+TEST(proto_tx_batch, PartialConsumeAtEveryOffset) {
+  ThreeMessages msgs;
+  TxBatch ref;
+  msgs.fill(ref);
+  const Bytes full = testing::flatten(ref.pending());
+  const auto fpdus = parse_all(full);
+  // Message ends: after the last FPDU of each message.
+  std::vector<std::size_t> ends;
+  for (const ParsedFpdu& f : fpdus) {
+    if (f.header.last) ends.push_back(f.offset + f.size);
+  }
+  ASSERT_EQ(ends.size(), 3u);
+  const std::uint64_t cookies[] = {11, 22, 33};
+
+  for (std::size_t k = 0; k <= full.size(); ++k) {
+    TxBatch batch;
+    msgs.fill(batch);
+    // Two partial sends adding up to k.
+    batch.consume(k / 2);
+    batch.consume(k - k / 2);
+    ASSERT_EQ(batch.pending_bytes(), full.size() - k) << k;
+    ASSERT_EQ(testing::flatten(batch.pending()),
+              Bytes(full.begin() + static_cast<std::ptrdiff_t>(k), full.end()))
+        << k;
+    std::vector<std::uint64_t> got = testing::pop_all_sent(batch);
+    std::vector<std::uint64_t> want;
+    for (std::size_t i = 0; i < 3; ++i) {
+      if (ends[i] <= k) want.push_back(cookies[i]);
+    }
+    ASSERT_EQ(got, want) << "consumed " << k;
+    ASSERT_EQ(batch.empty(), k == full.size());
+    // The rest, then every remaining cookie.
+    batch.consume(full.size() - k);
+    for (std::uint64_t c : testing::pop_all_sent(batch)) got.push_back(c);
+    ASSERT_EQ(got, (std::vector<std::uint64_t>{11, 22, 33}));
+    EXPECT_TRUE(batch.empty());
+    // Drained and all cookies taken: the batch starts over with all its room.
+    EXPECT_EQ(batch.free_iov(), TxBatch::kMaxIov);
+  }
+}
+
+TEST(proto_tx_batch, RandomPartialSendsReportCookiesExactlyAtMessageEnds) {
+  ThreeMessages msgs;
+  TxBatch ref;
+  msgs.fill(ref);
+  const Bytes full = testing::flatten(ref.pending());
+  std::vector<std::size_t> ends;
+  for (const ParsedFpdu& f : parse_all(full)) {
+    if (f.header.last) ends.push_back(f.offset + f.size);
+  }
+  std::mt19937 rng(99);
+  for (int round = 0; round < 200; ++round) {
+    TxBatch batch;
+    msgs.fill(batch);
+    std::size_t sent = 0;
+    std::size_t popped = 0;
+    Bytes seen;
+    for (int guard = 0; sent < full.size() && guard < 100000; ++guard) {
+      const std::size_t n =
+          std::min(full.size() - sent, std::uniform_int_distribution<std::size_t>(1, 400)(rng));
+      // What a partial writev() takes: the first n bytes of pending().
+      const Bytes pend = testing::flatten(batch.pending());
+      testing::append(seen, ConstByteSpan(pend).first(n));
+      batch.consume(n);
+      sent += n;
+      for (std::uint64_t c : testing::pop_all_sent(batch)) {
+        ASSERT_LT(popped, ends.size());
+        ASSERT_LE(ends[popped], sent);
+        ASSERT_EQ(c, 11u * (popped + 1));  // 11, 22, 33 in order
+        ++popped;
+      }
+      // Nothing whose end has passed is still held back.
+      ASSERT_TRUE(popped == ends.size() || ends[popped] > sent);
+    }
+    ASSERT_EQ(popped, 3u);
+    ASSERT_EQ(seen, full);
+  }
+}
+
+TEST(proto_tx_batch, FullIovecRoomNeverProducesAnEmptyMiddleSegment) {
+  // 42 one-byte messages use 126 of the 128 iovecs (header, payload, trailer each). A Read
+  // Request (one 28-byte piece) does not fit: it must wait for the next batch, whole, rather
+  // than go out as an empty non-last segment, which the peer would refuse (DDP/2/0x05).
+  const Bytes one = {0x5A};
+  const ConstByteSpan g1[] = {one};
+  const Bytes body = pattern(28, 7);
+  const ConstByteSpan g2[] = {body};
+  TxBatch batch;
+  MessageSegmenter seg;
+  for (std::uint32_t i = 0; i < 42; ++i) {
+    MessageSegmenter::Message m;
+    m.header = untagged_header(RdmapOpcode::kSend, 0, i + 1);
+    m.gather = g1;
+    m.length = 1;
+    m.cookie = i;
+    seg.start(m);
+    ASSERT_TRUE(seg.fill(batch, kMaxUlpdu, false));
+  }
+  ASSERT_EQ(batch.free_iov(), 2u);
+  MessageSegmenter::Message rr;
+  rr.header = untagged_header(RdmapOpcode::kReadRequest, 1, 1);
+  rr.gather = g2;
+  rr.length = body.size();
+  rr.cookie = 100;
+  seg.start(rr);
+  Drained d;
+  for (int i = 0; i < 10 && seg.active(); ++i) {
+    seg.fill(batch, kMaxUlpdu, false);
+    drain(batch, d);
+  }
+  ASSERT_FALSE(seg.active());
+  const auto fpdus = parse_all(d.bytes);
+  ASSERT_EQ(fpdus.size(), 43u);
+  const ParsedFpdu& last = fpdus.back();
+  EXPECT_EQ(last.header.queue, 1u);
+  EXPECT_TRUE(last.header.last);
+  EXPECT_EQ(last.payload, body);
+  EXPECT_EQ(d.cookies.size(), 43u);
+}
+
+TEST(proto_tx_batch, LimitsOnFpdusAndMarks) {
+  // 48 zero-length messages fill every FPDU and mark slot.
+  TxBatch batch;
+  MessageSegmenter seg;
+  for (std::uint64_t i = 0; i < TxBatch::kMaxFpdus; ++i) {
+    MessageSegmenter::Message m;
+    m.header = tagged_header(RdmapOpcode::kRdmaWrite, 1, 0);
+    m.cookie = i;
+    seg.start(m);
+    ASSERT_TRUE(seg.fill(batch, kMaxUlpdu, true));
+  }
+  EXPECT_FALSE(batch.can_add_fpdu(0));
+  MessageSegmenter::Message m;
+  m.header = tagged_header(RdmapOpcode::kRdmaWrite, 1, 0);
+  m.cookie = 1000;
+  seg.start(m);
+  const std::size_t before = batch.pending_bytes();
+  EXPECT_FALSE(seg.fill(batch, kMaxUlpdu, true));
+  EXPECT_EQ(batch.pending_bytes(), before);
+  Drained d;
+  drain(batch, d);
+  EXPECT_EQ(d.cookies.size(), TxBatch::kMaxFpdus);
+  EXPECT_TRUE(seg.fill(batch, kMaxUlpdu, true));
+  drain(batch, d);
+  EXPECT_EQ(d.cookies.back(), 1000u);
+}
+
+TEST(proto_tx_batch, ClearForgetsEverything) {
+  ThreeMessages msgs;
+  TxBatch batch;
+  msgs.fill(batch);
+  batch.consume(10);
+  batch.clear();
+  EXPECT_TRUE(batch.empty());
+  EXPECT_EQ(batch.pending_bytes(), 0u);
+  EXPECT_TRUE(batch.pending().empty());
+  std::uint64_t c = 0;
+  EXPECT_FALSE(batch.pop_sent(c));
+  EXPECT_EQ(batch.free_iov(), TxBatch::kMaxIov);
+  // Usable again.
+  msgs.fill(batch);
+  Drained d;
+  drain(batch, d);
+  EXPECT_EQ(d.cookies, (std::vector<std::uint64_t>{11, 22, 33}));
+}
+
+}  // namespace
+}  // namespace uwarp::proto

@@ -1,0 +1,152 @@
+// verbs::CompletionQueue: poll order, capacity overflow, and arming (next vs solicited) with
+// exactly one event per arm, counted by a fake CqEventSink.
+#include "verbs/completion_queue.h"
+
+#include <gtest/gtest.h>
+
+#include <array>
+#include <cstdint>
+
+namespace uwarp::verbs {
+namespace {
+
+class CountingSink final : public CqEventSink {
+ public:
+  void cq_event(CompletionQueue& cq) override {
+    ++events;
+    last = &cq;
+  }
+  int events = 0;
+  CompletionQueue* last = nullptr;
+};
+
+WorkCompletion wc(std::uint64_t id, WcStatus status = WcStatus::kSuccess) {
+  WorkCompletion w;
+  w.wr_id = id;
+  w.status = status;
+  w.opcode = WcOpcode::kRecv;
+  return w;
+}
+
+TEST(verbs_completion_queue, PollsInPushOrderInPieces) {
+  CompletionQueue cq(16, nullptr, nullptr);
+  for (std::uint64_t i = 0; i < 10; ++i) ASSERT_TRUE(cq.push(wc(i), false));
+  EXPECT_EQ(cq.size(), 10u);
+  std::array<WorkCompletion, 4> out;
+  std::uint64_t next = 0;
+  std::size_t n;
+  for (int round = 0; round < 100 && (n = cq.poll(out)) > 0; ++round) {
+    for (std::size_t i = 0; i < n; ++i) EXPECT_EQ(out[i].wr_id, next++);
+  }
+  EXPECT_EQ(next, 10u);
+  EXPECT_EQ(cq.size(), 0u);
+  EXPECT_EQ(cq.poll(out), 0u);
+  EXPECT_EQ(cq.poll(std::span<WorkCompletion>()), 0u);
+}
+
+TEST(verbs_completion_queue, OverflowLosesTheCompletionAndLatches) {
+  CompletionQueue cq(3, nullptr, nullptr);
+  for (std::uint64_t i = 0; i < 3; ++i) ASSERT_TRUE(cq.push(wc(i), false));
+  EXPECT_FALSE(cq.overflowed());
+  EXPECT_FALSE(cq.push(wc(3), false));
+  EXPECT_TRUE(cq.overflowed());
+  EXPECT_EQ(cq.size(), 3u);
+  std::array<WorkCompletion, 8> out;
+  ASSERT_EQ(cq.poll(out), 3u);
+  EXPECT_EQ(out[2].wr_id, 2u);  // the lost one is not there
+  // Room again; the overflow stays reported.
+  EXPECT_TRUE(cq.push(wc(4), false));
+  EXPECT_TRUE(cq.overflowed());
+  EXPECT_EQ(cq.capacity(), 3u);
+}
+
+TEST(verbs_completion_queue, UnarmedCqRaisesNoEvent) {
+  CountingSink sink;
+  CompletionQueue cq(8, &sink, nullptr);
+  ASSERT_TRUE(cq.push(wc(1), true));
+  ASSERT_TRUE(cq.push(wc(2, WcStatus::kWrFlushError), false));
+  EXPECT_EQ(sink.events, 0);
+}
+
+TEST(verbs_completion_queue, ArmNextFiresOncePerArm) {
+  CountingSink sink;
+  int ctx = 0;
+  CompletionQueue cq(8, &sink, &ctx);
+  cq.arm(false);
+  ASSERT_TRUE(cq.push(wc(1), false));
+  EXPECT_EQ(sink.events, 1);
+  EXPECT_EQ(sink.last, &cq);
+  EXPECT_EQ(cq.user_context(), &ctx);
+  ASSERT_TRUE(cq.push(wc(2), false));
+  ASSERT_TRUE(cq.push(wc(3), true));
+  EXPECT_EQ(sink.events, 1) << "no event without re-arming";
+  // Arming several times before a completion still gives one event.
+  cq.arm(false);
+  cq.arm(false);
+  cq.arm(true);
+  ASSERT_TRUE(cq.push(wc(4), false));
+  ASSERT_TRUE(cq.push(wc(5), false));
+  EXPECT_EQ(sink.events, 2);
+}
+
+TEST(verbs_completion_queue, ArmSolicitedWaitsForSolicitedOrError) {
+  CountingSink sink;
+  CompletionQueue cq(16, &sink, nullptr);
+  cq.arm(true);
+  ASSERT_TRUE(cq.push(wc(1), false));
+  ASSERT_TRUE(cq.push(wc(2), false));
+  EXPECT_EQ(sink.events, 0);
+  ASSERT_TRUE(cq.push(wc(3), true));
+  EXPECT_EQ(sink.events, 1);
+  ASSERT_TRUE(cq.push(wc(4), true));
+  EXPECT_EQ(sink.events, 1) << "one event per arm";
+  // An error completion fires a solicited-only arm too.
+  cq.arm(true);
+  ASSERT_TRUE(cq.push(wc(5), false));
+  ASSERT_TRUE(cq.push(wc(6, WcStatus::kRemoteAccessError), false));
+  EXPECT_EQ(sink.events, 2);
+}
+
+TEST(verbs_completion_queue, ArmNextIsNeverDowngradedToSolicited) {
+  CountingSink sink;
+  CompletionQueue cq(16, &sink, nullptr);
+  cq.arm(false);
+  cq.arm(true);
+  ASSERT_TRUE(cq.push(wc(1), false));
+  EXPECT_EQ(sink.events, 1);
+  // Solicited then next: next wins.
+  cq.arm(true);
+  cq.arm(false);
+  ASSERT_TRUE(cq.push(wc(2), false));
+  EXPECT_EQ(sink.events, 2);
+}
+
+TEST(verbs_completion_queue, OverflowedPushDoesNotConsumeTheArm) {
+  CountingSink sink;
+  CompletionQueue cq(1, &sink, nullptr);
+  ASSERT_TRUE(cq.push(wc(1), false));
+  cq.arm(false);
+  EXPECT_FALSE(cq.push(wc(2), false));
+  EXPECT_EQ(sink.events, 0);
+  std::array<WorkCompletion, 1> out;
+  ASSERT_EQ(cq.poll(out), 1u);
+  ASSERT_TRUE(cq.push(wc(3), false));
+  EXPECT_EQ(sink.events, 1);
+}
+
+TEST(verbs_completion_queue, SinkCanBeReplaced) {
+  CountingSink a, b;
+  CompletionQueue cq(8, &a, nullptr);
+  cq.set_event_sink(&b);
+  cq.arm(false);
+  ASSERT_TRUE(cq.push(wc(1), false));
+  EXPECT_EQ(a.events, 0);
+  EXPECT_EQ(b.events, 1);
+  cq.set_event_sink(nullptr);
+  cq.arm(false);
+  ASSERT_TRUE(cq.push(wc(2), false));  // no sink: nothing to call, and no crash
+  EXPECT_EQ(b.events, 1);
+}
+
+}  // namespace
+}  // namespace uwarp::verbs
