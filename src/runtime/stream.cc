@@ -149,9 +149,12 @@ void Stream::on_recv(long result) {
   if (qp_ == nullptr) return;  // the stream ended while the QP handled the bytes
   if (status == 0) {
     // An orderly close only between FPDUs; a stream cut inside one is a failure.
-    const bool graceful = qp_->rx_at_boundary_locked();
-    lost_locked(graceful, graceful ? "the peer closed the connection"
-                                   : "the peer closed the connection in the middle of an FPDU");
+    // After a Terminate the stream was only being drained: its end is the expected close.
+    const bool terminated = !qp_->rx_open_locked();
+    const bool graceful = terminated || qp_->rx_at_boundary_locked();
+    lost_locked(graceful, terminated ? "closed after a Terminate"
+                          : graceful ? "the peer closed the connection"
+                                     : "the peer closed the connection in the middle of an FPDU");
     return;
   }
   if (status < 0) {

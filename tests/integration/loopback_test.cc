@@ -5,6 +5,7 @@
 #include <numeric>
 #include <random>
 
+#include "raw_peer.h"
 #include "support/connected_pair.h"
 
 namespace uwarp::testing {
@@ -85,14 +86,119 @@ TEST_P(LoopbackOps, SendWriteReadVerified) {
   EXPECT_TRUE(std::equal(written.begin(), written.end(), sv.buf.begin()));
 }
 
-INSTANTIATE_TEST_SUITE_P(Sizes, LoopbackOps,
-                         ::testing::Values(Case{0, false}, Case{1, false}, Case{63, false}, Case{4096, false},
-                                           Case{65536, false}, Case{1 << 20, false}, Case{16 << 20, false},
-                                           Case{0, true}, Case{1, true}, Case{4096, true}, Case{65536, true},
-                                           Case{1 << 20, true}, Case{16 << 20, true}),
-                         [](const auto& info) {
-                           return std::to_string(info.param.size) + (info.param.crc ? "_crc" : "_nocrc");
-                         });
+INSTANTIATE_TEST_SUITE_P(
+    Sizes, LoopbackOps,
+    ::testing::Values(Case{0, false}, Case{1, false}, Case{63, false}, Case{4096, false},
+                      Case{65536, false}, Case{1 << 20, false}, Case{16 << 20, false},
+                      Case{0, true}, Case{1, true}, Case{4096, true}, Case{65536, true},
+                      Case{1 << 20, true}, Case{16 << 20, true}),
+    [](const auto& test_info) {
+      return std::to_string(test_info.param.size) + (test_info.param.crc ? "_crc" : "_nocrc");
+    });
+
+// A Send with Solicited Event wakes a CQ armed for solicited completions; a plain Send does not.
+TEST(LoopbackEvents, SolicitedEventFiresOnlyForSolicitedSends) {
+  ConnectedPair p;
+  ASSERT_TRUE(p.connected);
+  // This test needs a receiving CQ with a completion channel, so it sets up a second
+  // connection by hand through the pair's context and event channels.
+  int tag = 0;
+  ProtectionDomain pd = p.context().alloc_pd().value();
+  CompletionChannel ch = p.context().create_comp_channel().value();
+  CompletionQueue cq = p.context().create_cq(64, &ch, &tag).value();
+  QueuePair sqp = pd.create_qp({.send_cq = &cq, .recv_cq = &cq}).value();
+  std::vector<std::uint8_t> buf(256);
+  MemoryRegion mr = pd.reg_mr(buf.data(), buf.size(), access::kLocalWrite).value();
+  EventChannel& events = p.server_events();
+  auto listener = events.listen("127.0.0.1", 0).value();
+  ProtectionDomain cpd = p.context().alloc_pd().value();
+  CompletionQueue ccq = p.context().create_cq(64).value();
+  QueuePair cqp = cpd.create_qp({.send_cq = &ccq, .recv_cq = &ccq}).value();
+  auto conn = p.client_events().connect("127.0.0.1", listener.port(), cqp).value();
+  auto req = wait_event(events, CmEventType::kConnectRequest);
+  ASSERT_TRUE(req);
+  for (std::uint64_t i = 0; i < 2; ++i) {
+    Sge r = mr.sge(i * 64, 64);
+    ASSERT_TRUE(sqp.post_recv({i, {&r, 1}}));
+  }
+  ASSERT_TRUE(req->connection.accept(sqp, {}));
+  ASSERT_TRUE(wait_event(events, CmEventType::kEstablished));
+  ASSERT_TRUE(wait_event(p.client_events(), CmEventType::kEstablished));
+  ASSERT_TRUE(cq.req_notify(/*solicited_only=*/true));
+
+  std::vector<std::uint8_t> src(64, 7);
+  MemoryRegion smr = cpd.reg_mr(src.data(), src.size(), 0).value();
+  Sge s = smr.sge(0, 16);
+  ASSERT_TRUE(
+      cqp.post_send({.wr_id = 1, .opcode = WrOpcode::kSend, .sg_list = {&s, 1}, .flags = 0}));
+  auto plain = wait_wc(cq);
+  ASSERT_TRUE(plain);
+  EXPECT_EQ(plain->flags & wc_flags::kSolicited, 0u);
+  EXPECT_FALSE(ch.get_event(200)) << "a plain Send must not fire a solicited-only arm";
+  ASSERT_TRUE(cqp.post_send({.wr_id = 2,
+                             .opcode = WrOpcode::kSend,
+                             .sg_list = {&s, 1},
+                             .flags = send_flags::kSolicited}));
+  auto ev = ch.get_event(5000);
+  ASSERT_TRUE(ev);
+  EXPECT_EQ(*ev, &tag);
+  auto solicited = wait_wc(cq);
+  ASSERT_TRUE(solicited);
+  EXPECT_NE(solicited->flags & wc_flags::kSolicited, 0u);
+}
+
+// Send with Invalidate: the receiver reports the STag it invalidated, and that STag then
+// refuses remote access (the writer's QP gets a Terminate and goes to ERROR).
+TEST(LoopbackEvents, SendWithInvalidateInvalidatesTheStag) {
+  ConnectedPair p;
+  ASSERT_TRUE(p.connected);
+  Side& cl = *p.client;
+  Side& sv = *p.server;
+  Sge r = sv.mr.sge(0, 64);
+  ASSERT_TRUE(sv.qp.post_recv({5, {&r, 1}}));
+  Sge s = cl.mr.sge(0, 8);
+  SendWr inv{.wr_id = 1, .opcode = WrOpcode::kSendWithInvalidate, .sg_list = {&s, 1}};
+  inv.invalidate_rkey = sv.mr.rkey();
+  ASSERT_TRUE(cl.qp.post_send(inv));
+  auto wc = wait_wc(sv.cq);
+  ASSERT_TRUE(wc);
+  EXPECT_EQ(wc->status, WcStatus::kSuccess);
+  EXPECT_NE(wc->flags & wc_flags::kWithInvalidate, 0u);
+  EXPECT_EQ(wc->invalidated_rkey, sv.mr.rkey());
+  auto sent = wait_wc(cl.cq);
+  ASSERT_TRUE(sent);
+  SendWr write{.wr_id = 2, .opcode = WrOpcode::kRdmaWrite, .sg_list = {&s, 1}};
+  write.remote_addr = reinterpret_cast<std::uintptr_t>(sv.buf.data());
+  write.rkey = sv.mr.rkey();
+  ASSERT_TRUE(cl.qp.post_send(write));
+  bool terminated = false;
+  for (int i = 0; i < 100 && !terminated; ++i) {
+    auto ae = p.context().get_async_event(100);
+    terminated = ae && ae->detail.find("DDP/1/0x00") != std::string::npos;
+  }
+  EXPECT_TRUE(terminated) << "a Write to the invalidated STag must be terminated (DDP/1/0x00)";
+}
+
+// The active side gives up when no MPA reply comes within its timeout.
+TEST(LoopbackEvents, ConnectTimesOutWithoutMpaReply) {
+  RawListener silent;
+  ASSERT_TRUE(silent.valid());
+  Context ctx = Context::open().value();
+  EventChannel events = EventChannel::create(ctx).value();
+  ProtectionDomain pd = ctx.alloc_pd().value();
+  CompletionQueue cq = ctx.create_cq(16).value();
+  QueuePair qp = pd.create_qp({.send_cq = &cq, .recv_cq = &cq}).value();
+  ConnectionParams params;
+  params.timeout_ms = 300;
+  auto conn = events.connect("127.0.0.1", silent.port(), qp, params);
+  ASSERT_TRUE(conn);
+  RawPeer held = silent.accept(5000);  // accept, read nothing, answer nothing
+  ASSERT_TRUE(held.valid());
+  auto ev = events.get_event(5000);
+  ASSERT_TRUE(ev);
+  EXPECT_EQ(ev->type, CmEventType::kConnectError);
+  EXPECT_EQ(ev->status.code(), Errc::kTimedOut) << ev->status.to_string();
+}
 
 }  // namespace
 }  // namespace uwarp::testing
