@@ -17,26 +17,15 @@ namespace {
 using Clock = std::chrono::steady_clock;
 constexpr int kTimeoutMs = 60000;
 
-std::uint32_t default_iters(std::uint32_t size) {
-  const std::uint64_t by_volume = (256ull << 20) / std::max<std::uint32_t>(size, 1);
-  return static_cast<std::uint32_t>(std::clamp<std::uint64_t>(by_volume, 64, 20000));
-}
-
 std::uint32_t default_depth(std::uint32_t size) {
   const std::uint64_t by_volume = (8ull << 20) / std::max<std::uint32_t>(size, 1);
   return static_cast<std::uint32_t>(std::clamp<std::uint64_t>(by_volume, 2, 64));
 }
 
-double percentile(std::vector<double>& v, double p) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  const std::size_t i = std::min(v.size() - 1, static_cast<std::size_t>(p * static_cast<double>(v.size() - 1) + 0.5));
-  return v[i];
-}
-
 class Client {
  public:
-  Client(const Options& o, Context& ctx) : o_(o), ctx_(ctx), events_(EventChannel::create(ctx).value()), ep_(ctx) {
+  Client(const Options& o, Context& ctx)
+      : o_(o), ctx_(ctx), events_(EventChannel::create(ctx).value()), ep_(ctx) {
     max_size_ = *std::max_element(o.sizes.begin(), o.sizes.end());
     buffer_ = std::max<std::size_t>(2 * std::size_t{max_size_}, 4096);
     std::random_device rd;
@@ -217,7 +206,8 @@ class Client {
       const auto now = Clock::now();
       if (o_.progress && now - last_report > std::chrono::seconds(1)) {
         last_report = now;
-        std::fprintf(stderr, "  %s %u B: %3.0f%%\r", to_string(o_.op), size, 100.0 * double(total_done) / double(total));
+        std::fprintf(stderr, "  %s %u B: %3.0f%%\r", to_string(o_.op), size,
+                     100.0 * double(total_done) / double(total));
       }
     }
     // A Write completes once TCP has it; a zero-length Read behind it on the same stream
@@ -231,7 +221,8 @@ class Client {
     const double secs = std::chrono::duration<double>(Clock::now() - t0).count();
     bool good = result->value == 1;
     if (o_.op == Op::kRead && o_.verify) {
-      for (std::uint32_t q = 0; q < qps.size(); ++q) good = good && check_pattern(qps[q]->buf.get(), size, seed + q);
+      for (std::uint32_t q = 0; q < qps.size(); ++q)
+        good = good && check_pattern(qps[q]->buf.get(), size, seed + q);
     }
     r.seconds = secs;
     r.gbps = double(total) * size * 8 / secs / 1e9;
@@ -256,7 +247,8 @@ class Client {
       wcs.clear();
       if (!ep_.pump(kTimeoutMs, wcs)) return fail("write flush: no completion");
       for (const WorkCompletion& wc : wcs) {
-        if (wc.status != WcStatus::kSuccess) return fail("write flush: " + std::string(to_string(wc.status)));
+        if (wc.status != WcStatus::kSuccess)
+          return fail("write flush: " + std::string(to_string(wc.status)));
         ++done;
       }
     }
@@ -285,7 +277,8 @@ class Client {
       wr.wr_id = make_wr_id(WrKind::kData, 0, 0);
       wr.sg_list = {&src, size ? 1u : 0u};
       if (o_.op == Op::kSend) {
-        if (!d.qp.post_recv({make_wr_id(WrKind::kData, 0, 1), {&sink, size ? 1u : 0u}})) return fail("post_recv");
+        if (!d.qp.post_recv({make_wr_id(WrKind::kData, 0, 1), {&sink, size ? 1u : 0u}}))
+          return fail("post_recv");
         wr.opcode = WrOpcode::kSend;
         wr.flags = 0;
       } else if (o_.op == Op::kWrite) {
@@ -306,7 +299,8 @@ class Client {
       if (Status s = d.qp.post_send(wr); !s) return fail("post_send: " + s.to_string());
       if (o_.op == Op::kWrite) {
         const std::uint8_t marker = static_cast<std::uint8_t>((i % 255) + 1);
-        if (!wait_for_byte(d.buf.get() + size - 1, marker, 10000)) return fail("write latency: no answer");
+        if (!wait_for_byte(d.buf.get() + size - 1, marker, 10000))
+          return fail("write latency: no answer");
         us.push_back(std::chrono::duration<double, std::micro>(Clock::now() - t0).count() / 2);
         if (wr.flags != 0) {
           wcs.clear();
@@ -320,8 +314,10 @@ class Client {
         wcs.clear();
         if (!ep_.pump(kTimeoutMs, wcs)) return fail("latency: no completion");
         for (const WorkCompletion& wc : wcs) {
-          if (wc.status != WcStatus::kSuccess) return fail(std::string("latency: ") + std::string(to_string(wc.status)));
-          if ((o_.op == Op::kSend && wc.opcode == WcOpcode::kRecv) || (o_.op == Op::kRead && wc.opcode == WcOpcode::kRdmaRead)) {
+          if (wc.status != WcStatus::kSuccess)
+            return fail(std::string("latency: ") + std::string(to_string(wc.status)));
+          if ((o_.op == Op::kSend && wc.opcode == WcOpcode::kRecv) ||
+              (o_.op == Op::kRead && wc.opcode == WcOpcode::kRdmaRead)) {
             done = true;
           }
         }
@@ -351,6 +347,11 @@ class Client {
 
 }  // namespace
 
+std::uint32_t default_iters(std::uint32_t size) {
+  const std::uint64_t by_volume = (256ull << 20) / std::max<std::uint32_t>(size, 1);
+  return static_cast<std::uint32_t>(std::clamp<std::uint64_t>(by_volume, 64, 20000));
+}
+
 bool run_client(const Options& o, std::vector<SizeResult>& results) {
   auto ctx = Context::open();
   if (!ctx) {
@@ -367,7 +368,8 @@ bool run_client(const Options& o, std::vector<SizeResult>& results) {
     SizeResult r;
     if (!c.measure(size, r)) {
       r.error = c.error();
-      std::fprintf(stderr, "uwarp-perf client: %s %u B: %s\n", to_string(o.op), size, r.error.c_str());
+      std::fprintf(stderr, "uwarp-perf client: %s %u B: %s\n", to_string(o.op), size,
+                   r.error.c_str());
       results.push_back(r);
       ok = false;
       break;

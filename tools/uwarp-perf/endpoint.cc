@@ -24,14 +24,17 @@ Endpoint::Endpoint(Context& ctx)
       cq_(ctx.create_cq(65536, &channel_).value()),
       ctrl_qp_(pd_.create_qp(qp_attr(cq_, 2 * kCtrlSlots)).value()),
       ctrl_buf_(new std::uint8_t[kCtrlSlots * kCtrlMsgSize]()),
-      ctrl_mr_(pd_.reg_mr(ctrl_buf_.get(), kCtrlSlots * kCtrlMsgSize, access::kLocalWrite).value()) {}
+      ctrl_mr_(
+          pd_.reg_mr(ctrl_buf_.get(), kCtrlSlots * kCtrlMsgSize, access::kLocalWrite).value()) {}
 
 DataQp& Endpoint::add_data_qp(std::size_t length) {
-  auto d = std::make_unique<DataQp>(DataQp{pd_.create_qp(qp_attr(cq_, 1024)).value(), nullptr, 0,
-                                           MemoryRegion(ctrl_mr_), {}, {}});
+  auto d = std::make_unique<DataQp>(DataQp{
+      pd_.create_qp(qp_attr(cq_, 1024)).value(), nullptr, 0, MemoryRegion(ctrl_mr_), {}, {}});
   d->buf.reset(new std::uint8_t[length]());
   d->length = length;
-  d->mr = pd_.reg_mr(d->buf.get(), length, access::kLocalWrite | access::kRemoteWrite | access::kRemoteRead).value();
+  d->mr = pd_.reg_mr(d->buf.get(), length,
+                     access::kLocalWrite | access::kRemoteWrite | access::kRemoteRead)
+              .value();
   data_.push_back(std::move(d));
   return *data_.back();
 }
@@ -39,7 +42,8 @@ DataQp& Endpoint::add_data_qp(std::size_t length) {
 Status Endpoint::post_ctrl_receives() {
   for (std::uint32_t i = 0; i < kCtrlSlots; ++i) {
     Sge s = ctrl_mr_.sge(i * kCtrlMsgSize, kCtrlMsgSize);
-    if (Status st = ctrl_qp_.post_recv({make_wr_id(WrKind::kCtrlRecv, 0, i), {&s, 1}}); !st) return st;
+    if (Status st = ctrl_qp_.post_recv({make_wr_id(WrKind::kCtrlRecv, 0, i), {&s, 1}}); !st)
+      return st;
   }
   return Status::ok();
 }
@@ -107,7 +111,8 @@ bool Endpoint::pump(int timeout_ms, std::vector<WorkCompletion>& data_out) {
   }
 }
 
-std::optional<CtrlMsg> Endpoint::wait_ctrl(MsgType type, int timeout_ms, std::vector<WorkCompletion>* data_out) {
+std::optional<CtrlMsg> Endpoint::wait_ctrl(MsgType type, int timeout_ms,
+                                           std::vector<WorkCompletion>* data_out) {
   using Clock = std::chrono::steady_clock;
   const auto deadline = Clock::now() + std::chrono::milliseconds(timeout_ms);
   std::vector<WorkCompletion> ignored;
@@ -119,7 +124,8 @@ std::optional<CtrlMsg> Endpoint::wait_ctrl(MsgType type, int timeout_ms, std::ve
         return m;
       }
     }
-    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
+    const auto left =
+        std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
     if (left <= 0 || ctrl_failed_) return std::nullopt;
     pump(static_cast<int>(left), data_out ? *data_out : ignored);
   }

@@ -18,9 +18,15 @@ enum class WrKind : std::uint8_t { kCtrlRecv = 1, kCtrlSend = 2, kData = 3 };
 constexpr std::uint64_t make_wr_id(WrKind k, std::uint32_t qp, std::uint32_t slot) {
   return (std::uint64_t{static_cast<std::uint8_t>(k)} << 56) | (std::uint64_t{qp} << 24) | slot;
 }
-constexpr WrKind wr_kind(std::uint64_t id) { return static_cast<WrKind>(id >> 56); }
-constexpr std::uint32_t wr_qp(std::uint64_t id) { return static_cast<std::uint32_t>((id >> 24) & 0xFFFFFFFF); }
-constexpr std::uint32_t wr_slot(std::uint64_t id) { return static_cast<std::uint32_t>(id & 0xFFFFFF); }
+constexpr WrKind wr_kind(std::uint64_t id) {
+  return static_cast<WrKind>(id >> 56);
+}
+constexpr std::uint32_t wr_qp(std::uint64_t id) {
+  return static_cast<std::uint32_t>((id >> 24) & 0xFFFFFFFF);
+}
+constexpr std::uint32_t wr_slot(std::uint64_t id) {
+  return static_cast<std::uint32_t>(id & 0xFFFFFF);
+}
 
 struct DataQp {
   QueuePair qp;
@@ -55,7 +61,8 @@ class Endpoint {
   // false if nothing arrived within the timeout, or a control completion failed.
   bool pump(int timeout_ms, std::vector<WorkCompletion>& data_out);
   // Waits for a control message of `type` (other control messages stay in the inbox).
-  std::optional<CtrlMsg> wait_ctrl(MsgType type, int timeout_ms, std::vector<WorkCompletion>* data_out = nullptr);
+  std::optional<CtrlMsg> wait_ctrl(MsgType type, int timeout_ms,
+                                   std::vector<WorkCompletion>* data_out = nullptr);
   std::deque<CtrlMsg>& ctrl_inbox() { return inbox_; }
   bool ctrl_failed() const { return ctrl_failed_; }
 

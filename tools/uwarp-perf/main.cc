@@ -10,7 +10,9 @@
 
 namespace {
 std::atomic<bool> g_stop{false};
-void on_signal(int) { g_stop.store(true); }
+void on_signal(int) {
+  g_stop.store(true);
+}
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -29,6 +31,8 @@ int main(int argc, char** argv) {
   bool ok = false;
   if (o.mode == Mode::kClient) {
     ok = run_client(o, results);
+  } else if (o.tcp) {
+    ok = run_tcp_baseline(o, results);
   } else {
     // Loopback: a server on 127.0.0.1 in a thread with its own context (its own progress thread).
     Options server = o;

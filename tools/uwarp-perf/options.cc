@@ -9,21 +9,28 @@ namespace uwarp::perf {
 
 const char* to_string(Op op) {
   switch (op) {
-    case Op::kSend: return "send";
-    case Op::kWrite: return "write";
-    case Op::kRead: return "read";
+    case Op::kSend:
+      return "send";
+    case Op::kWrite:
+      return "write";
+    case Op::kRead:
+      return "read";
   }
   return "?";
 }
 
 void print_usage() {
-  std::fprintf(stderr,
-               "usage:\n"
-               "  uwarp-perf server [--addr A] [--port P] [--once]\n"
-               "  uwarp-perf client HOST [--port P] --op send|write|read [--size N | --sizes a,b,c]\n"
-               "                    [--iters K] [--qps Q] [--depth D] [--crc] [--verify] [--json] [--no-progress]\n"
-               "  uwarp-perf loopback [client options]     both ends in this process, over 127.0.0.1\n"
-               "sizes accept K and M suffixes (4K, 1M).\n");
+  std::fprintf(
+      stderr,
+      "usage:\n"
+      "  uwarp-perf server [--addr A] [--port P] [--once]\n"
+      "  uwarp-perf client HOST [--port P] --op send|write|read [--size N | --sizes a,b,c]\n"
+      "                    [--iters K] [--qps Q] [--depth D] [--crc] [--verify] [--json] "
+      "[--no-progress]\n"
+      "  uwarp-perf loopback [client options] [--tcp]   both ends in this process, over "
+      "127.0.0.1;\n"
+      "                    --tcp: the same sizes over a plain TCP socket pair (the baseline)\n"
+      "sizes accept K and M suffixes (4K, 1M).\n");
 }
 
 namespace {
@@ -50,7 +57,8 @@ bool parse_sizes(const char* s, std::vector<std::uint32_t>& out) {
   std::size_t at = 0;
   while (at <= all.size()) {
     const std::size_t comma = all.find(',', at);
-    const std::string part = all.substr(at, comma == std::string::npos ? std::string::npos : comma - at);
+    const std::string part =
+        all.substr(at, comma == std::string::npos ? std::string::npos : comma - at);
     std::uint32_t v;
     if (!parse_u32(part.c_str(), v)) return false;
     out.push_back(v);
@@ -110,9 +118,12 @@ std::optional<Options> parse_options(int argc, char** argv) {
       const char* s = value("--op");
       if (!s) return std::nullopt;
       const std::string_view op = s;
-      if (op == "send") o.op = Op::kSend;
-      else if (op == "write") o.op = Op::kWrite;
-      else if (op == "read") o.op = Op::kRead;
+      if (op == "send")
+        o.op = Op::kSend;
+      else if (op == "write")
+        o.op = Op::kWrite;
+      else if (op == "read")
+        o.op = Op::kRead;
       else {
         std::fprintf(stderr, "uwarp-perf: unknown --op %s\n", s);
         return std::nullopt;
@@ -142,11 +153,17 @@ std::optional<Options> parse_options(int argc, char** argv) {
       o.progress = false;
     } else if (a == "--once") {
       o.once = true;
+    } else if (a == "--tcp") {
+      o.tcp = true;
     } else {
       std::fprintf(stderr, "uwarp-perf: unknown option %s\n", argv[i]);
       print_usage();
       return std::nullopt;
     }
+  }
+  if (o.tcp && o.mode != Mode::kLoopback) {
+    std::fprintf(stderr, "uwarp-perf: --tcp is a loopback mode\n");
+    return std::nullopt;
   }
   for (std::uint32_t s : o.sizes) {
     if (s > (64u << 20)) {

@@ -14,7 +14,7 @@ const char* to_string(Op op);
 
 struct Options {
   Mode mode = Mode::kLoopback;
-  std::string addr = "0.0.0.0";  // server: listen address
+  std::string addr = "0.0.0.0";    // server: listen address
   std::string host = "127.0.0.1";  // client: server address
   std::uint16_t port = 18515;
   Op op = Op::kWrite;
@@ -27,6 +27,7 @@ struct Options {
   bool json = false;
   bool progress = true;
   bool once = false;  // server: exit after one client
+  bool tcp = false;   // loopback: measure plain TCP with the same sizes instead (the baseline)
 };
 
 // Parses argv; on error prints usage to stderr and returns nullopt.

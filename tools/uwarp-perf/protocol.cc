@@ -1,5 +1,6 @@
 #include "protocol.h"
 
+#include <algorithm>
 #include <chrono>
 #include <thread>
 
@@ -13,13 +14,16 @@ void put32(std::uint8_t* p, std::uint32_t v) {
   p[3] = static_cast<std::uint8_t>(v);
 }
 std::uint32_t get32(const std::uint8_t* p) {
-  return (std::uint32_t{p[0]} << 24) | (std::uint32_t{p[1]} << 16) | (std::uint32_t{p[2]} << 8) | p[3];
+  return (std::uint32_t{p[0]} << 24) | (std::uint32_t{p[1]} << 16) | (std::uint32_t{p[2]} << 8) |
+         p[3];
 }
 void put64(std::uint8_t* p, std::uint64_t v) {
   put32(p, static_cast<std::uint32_t>(v >> 32));
   put32(p + 4, static_cast<std::uint32_t>(v));
 }
-std::uint64_t get64(const std::uint8_t* p) { return (std::uint64_t{get32(p)} << 32) | get32(p + 4); }
+std::uint64_t get64(const std::uint8_t* p) {
+  return (std::uint64_t{get32(p)} << 32) | get32(p + 4);
+}
 
 std::uint8_t pattern_byte(std::size_t i, std::uint32_t seed) {
   const std::uint32_t x = static_cast<std::uint32_t>(i) * 2654435761u + seed;
@@ -86,6 +90,13 @@ bool check_pattern(const std::uint8_t* p, std::size_t n, std::uint32_t seed) {
     if (p[i] != pattern_byte(i, seed)) return false;
   }
   return true;
+}
+
+double percentile(std::vector<double>& v, double p) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  const auto last = static_cast<double>(v.size() - 1);
+  return v[std::min(v.size() - 1, static_cast<std::size_t>(p * last + 0.5))];
 }
 
 bool wait_for_byte(const volatile std::uint8_t* byte, std::uint8_t value, int timeout_ms) {

@@ -6,16 +6,18 @@
 namespace uwarp::perf {
 
 void print_table(const std::vector<SizeResult>& results, bool verify) {
-  std::printf("%-6s %10s %4s %8s %10s %12s %12s %12s %s\n", "op", "size", "qps", "iters", "Gb/s", "msg/s",
-              "lat med us", "lat p99 us", verify ? "verified" : "");
+  std::printf("%-6s %10s %4s %8s %10s %12s %12s %12s %s\n", "op", "size", "qps", "iters", "Gb/s",
+              "msg/s", "lat med us", "lat p99 us", verify ? "verified" : "");
   for (const SizeResult& r : results) {
     if (!r.error.empty()) {
-      std::printf("%-6s %10u %4u  FAILED: %s\n", to_string(r.op), r.size, r.qps, r.error.c_str());
+      std::printf("%-6s %10u %4u  FAILED: %s\n", r.tcp ? "tcp" : to_string(r.op), r.size, r.qps,
+                  r.error.c_str());
       continue;
     }
-    std::printf("%-6s %10u %4u %8llu %10.2f %12.0f %12.2f %12.2f %s\n", to_string(r.op), r.size, r.qps,
-                static_cast<unsigned long long>(r.iters), r.gbps, r.msg_rate, r.lat_median_us, r.lat_p99_us,
-                verify ? (r.verified ? "yes" : "NO") : "");
+    std::printf("%-6s %10u %4u %8llu %10.2f %12.0f %12.2f %12.2f %s\n",
+                r.tcp ? "tcp" : to_string(r.op), r.size, r.qps,
+                static_cast<unsigned long long>(r.iters), r.gbps, r.msg_rate, r.lat_median_us,
+                r.lat_p99_us, verify ? (r.verified ? "yes" : "NO") : "");
   }
   std::fflush(stdout);
 }
@@ -25,11 +27,14 @@ void print_json(const std::vector<SizeResult>& results) {
   for (std::size_t i = 0; i < results.size(); ++i) {
     const SizeResult& r = results[i];
     std::printf(
-        "  {\"op\": \"%s\", \"size\": %u, \"qps\": %u, \"iters\": %llu, \"crc\": %s, \"seconds\": %.6f, "
-        "\"gbps\": %.4f, \"msg_rate\": %.1f, \"lat_median_us\": %.3f, \"lat_p99_us\": %.3f, \"lat_iters\": %u, "
+        "  {\"op\": \"%s\", \"transport\": \"%s\", \"size\": %u, \"qps\": %u, \"iters\": %llu, "
+        "\"crc\": %s, \"seconds\": %.6f, "
+        "\"gbps\": %.4f, \"msg_rate\": %.1f, \"lat_median_us\": %.3f, \"lat_p99_us\": %.3f, "
+        "\"lat_iters\": %u, "
         "\"verified\": %s, \"error\": \"%s\"}%s\n",
-        to_string(r.op), r.size, r.qps, static_cast<unsigned long long>(r.iters), r.crc ? "true" : "false", r.seconds,
-        r.gbps, r.msg_rate, r.lat_median_us, r.lat_p99_us, r.lat_iters, r.verified ? "true" : "false",
+        to_string(r.op), r.tcp ? "tcp" : "uwarp", r.size, r.qps,
+        static_cast<unsigned long long>(r.iters), r.crc ? "true" : "false", r.seconds, r.gbps,
+        r.msg_rate, r.lat_median_us, r.lat_p99_us, r.lat_iters, r.verified ? "true" : "false",
         r.error.c_str(), i + 1 < results.size() ? "," : "");
   }
   std::printf("]\n");

@@ -12,6 +12,7 @@ namespace uwarp::perf {
 
 struct SizeResult {
   Op op = Op::kWrite;
+  bool tcp = false;  // a raw TCP baseline row
   std::uint32_t size = 0;
   std::uint32_t qps = 1;
   std::uint64_t iters = 0;  // messages per QP
@@ -31,6 +32,12 @@ struct SizeResult {
 int run_server(const Options& options, std::atomic<bool>& stop, std::atomic<int>* bound_port);
 // Connects and measures every size; false if anything failed.
 bool run_client(const Options& options, std::vector<SizeResult>& results);
+
+// The raw TCP baseline: the same sizes and iteration counts over a plain TCP connection on
+// 127.0.0.1 (a stream of messages for bandwidth, a ping-pong for latency).
+bool run_tcp_baseline(const Options& options, std::vector<SizeResult>& results);
+// Iterations per size when --iters is not given (shared with the baseline).
+std::uint32_t default_iters(std::uint32_t size);
 
 void print_table(const std::vector<SizeResult>& results, bool verify);
 void print_json(const std::vector<SizeResult>& results);

@@ -46,10 +46,17 @@ class Session {
       ep_.ctrl_inbox().pop_front();
       bool ok = true;
       switch (m.type) {
-        case MsgType::kBegin: ok = bandwidth_run(m); break;
-        case MsgType::kLatBegin: ok = latency_run(m); break;
-        case MsgType::kBye: finished = true; return;
-        default: break;
+        case MsgType::kBegin:
+          ok = bandwidth_run(m);
+          break;
+        case MsgType::kLatBegin:
+          ok = latency_run(m);
+          break;
+        case MsgType::kBye:
+          finished = true;
+          return;
+        default:
+          break;
       }
       if (!ok) {
         finished = true;
@@ -61,7 +68,8 @@ class Session {
  private:
   std::uint32_t slots_for(std::uint32_t size) const {
     const std::size_t fit = size == 0 ? kMaxRecvSlots : buffer_ / size;
-    return static_cast<std::uint32_t>(std::max<std::size_t>(1, std::min<std::size_t>(fit, kMaxRecvSlots)));
+    return static_cast<std::uint32_t>(
+        std::max<std::size_t>(1, std::min<std::size_t>(fit, kMaxRecvSlots)));
   }
 
   Status post_data_recv(std::uint32_t q, std::uint32_t slot, std::uint32_t size) {
@@ -75,7 +83,8 @@ class Session {
     const std::uint32_t slots = slots_for(m.size);
     if (m.size > buffer_) return false;
     if (op == Op::kRead) {
-      for (std::uint32_t q = 0; q < qps_; ++q) fill_pattern(ep_.data()[q]->buf.get(), m.size, m.seed + q);
+      for (std::uint32_t q = 0; q < qps_; ++q)
+        fill_pattern(ep_.data()[q]->buf.get(), m.size, m.seed + q);
     }
     // Never more receives than messages: a leftover receive would catch the next run's data.
     const std::uint32_t initial = std::min(slots, m.iters);
@@ -107,7 +116,8 @@ class Session {
           const std::uint32_t q = wr_qp(wc.wr_id);
           const std::uint32_t slot = wr_slot(wc.wr_id);
           if (m.verify && (wc.byte_len != m.size ||
-                           !check_pattern(ep_.data()[q]->buf.get() + std::size_t{slot} * m.size, m.size, m.seed + q))) {
+                           !check_pattern(ep_.data()[q]->buf.get() + std::size_t{slot} * m.size,
+                                          m.size, m.seed + q))) {
             good = false;
           }
           --left;
@@ -212,7 +222,9 @@ int run_server(const Options& o, std::atomic<bool>& stop, std::atomic<int>* boun
     return 1;
   }
   if (bound_port != nullptr) bound_port->store(listener->port());
-  if (o.mode == Mode::kServer) std::fprintf(stderr, "uwarp-perf server: listening on %s port %u\n", o.addr.c_str(), listener->port());
+  if (o.mode == Mode::kServer)
+    std::fprintf(stderr, "uwarp-perf server: listening on %s port %u\n", o.addr.c_str(),
+                 listener->port());
 
   std::map<std::uint32_t, std::shared_ptr<Session>> sessions;
   std::map<std::uint32_t, std::thread> threads;
@@ -226,7 +238,8 @@ int run_server(const Options& o, std::atomic<bool>& stop, std::atomic<int>* boun
           threads[it->first].join();
           threads.erase(it->first);
         }
-        if (o.mode == Mode::kServer) std::fprintf(stderr, "uwarp-perf server: client %s done\n", it->second->peer.c_str());
+        if (o.mode == Mode::kServer)
+          std::fprintf(stderr, "uwarp-perf server: client %s done\n", it->second->peer.c_str());
         it = sessions.erase(it);
         served_one = true;
       } else {
@@ -235,20 +248,22 @@ int run_server(const Options& o, std::atomic<bool>& stop, std::atomic<int>* boun
     }
     if (o.once && served_one && sessions.empty()) break;
     while (auto ae = ctx->get_async_event(0)) {
-      std::fprintf(stderr, "uwarp-perf server: QP %u: %s: %s\n", ae->qp_num, std::string(to_string(ae->type)).c_str(),
-                   ae->detail.c_str());
+      std::fprintf(stderr, "uwarp-perf server: QP %u: %s: %s\n", ae->qp_num,
+                   std::string(to_string(ae->type)).c_str(), ae->detail.c_str());
     }
     auto ev = events.get_event(100);
     if (!ev) continue;
     if (ev->type == CmEventType::kDisconnected && !ev->status.is_ok() && o.mode == Mode::kServer) {
-      std::fprintf(stderr, "uwarp-perf server: %s disconnected: %s\n", ev->connection.peer_address().c_str(),
-                   ev->status.to_string().c_str());
+      std::fprintf(stderr, "uwarp-perf server: %s disconnected: %s\n",
+                   ev->connection.peer_address().c_str(), ev->status.to_string().c_str());
     }
     if (ev->type != CmEventType::kConnectRequest) continue;
     auto hello = decode_hello(ev->private_data);
     if (!hello || hello->qps == 0 || hello->qps > 1024 || hello->length > (256u << 20)) {
-      std::fprintf(stderr, "uwarp-perf server: refusing %s: not a uwarp-perf client\n", ev->connection.peer_address().c_str());
-      static const std::uint8_t kWhy[] = {'n', 'o', 't', ' ', 'u', 'w', 'a', 'r', 'p', '-', 'p', 'e', 'r', 'f'};
+      std::fprintf(stderr, "uwarp-perf server: refusing %s: not a uwarp-perf client\n",
+                   ev->connection.peer_address().c_str());
+      static const std::uint8_t kWhy[] = {'n', 'o', 't', ' ', 'u', 'w', 'a',
+                                          'r', 'p', '-', 'p', 'e', 'r', 'f'};
       (void)ev->connection.reject(kWhy);
       continue;
     }
@@ -272,11 +287,14 @@ int run_server(const Options& o, std::atomic<bool>& stop, std::atomic<int>* boun
         continue;
       }
       s->endpoint().data().reserve(hello->qps);
-      if (o.mode == Mode::kServer) std::fprintf(stderr, "uwarp-perf server: client %s, %u QP(s)\n", s->peer.c_str(), hello->qps);
+      if (o.mode == Mode::kServer)
+        std::fprintf(stderr, "uwarp-perf server: client %s, %u QP(s)\n", s->peer.c_str(),
+                     hello->qps);
       continue;
     }
     auto it = sessions.find(hello->session);
-    if (it == sessions.end() || it->second->complete() || hello->index != it->second->endpoint().data().size()) {
+    if (it == sessions.end() || it->second->complete() ||
+        hello->index != it->second->endpoint().data().size()) {
       (void)ev->connection.reject({});
       continue;
     }
