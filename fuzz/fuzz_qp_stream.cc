@@ -27,6 +27,10 @@ class NullLink final : public verbs::QpLink {
   void tx_ready() override {}
   void rtr_received() override {}
   void shutdown_requested() override { shutdown = true; }
+  void tx_abandon() override {
+    if (batch != nullptr) batch->abandon_after_current_fpdu();
+  }
+  proto::TxBatch* batch = nullptr;
   bool shutdown = false;
 };
 
@@ -43,8 +47,9 @@ struct Harness {
   std::array<verbs::MemoryRegionRef, kRegions> mr;
 
   Harness() {
-    const std::uint32_t rights[kRegions] = {access::kAll, access::kLocalWrite | access::kRemoteWrite,
-                                            access::kLocalWrite | access::kRemoteRead, access::kLocalWrite};
+    const std::uint32_t rights[kRegions] = {
+        access::kAll, access::kLocalWrite | access::kRemoteWrite,
+        access::kLocalWrite | access::kRemoteRead, access::kLocalWrite};
     for (int i = 0; i < kRegions; ++i) {
       mem[i].reset(new std::uint8_t[kRegionSize]());
       mr[i] = std::make_shared<verbs::MemoryRegion>();
@@ -69,8 +74,8 @@ std::uint32_t pick_stag(FuzzedDataProvider& in, Harness& h) {
   return h.mr[k]->stag;
 }
 
-void append_fpdu(std::vector<std::uint8_t>& stream, const wire::DdpHeader& h, ConstByteSpan payload, bool crc,
-                 bool corrupt) {
+void append_fpdu(std::vector<std::uint8_t>& stream, const wire::DdpHeader& h, ConstByteSpan payload,
+                 bool crc, bool corrupt) {
   std::vector<std::uint8_t> ulpdu(h.size() + payload.size());
   wire::encode_ddp_header(h, ulpdu);
   if (!payload.empty()) std::memcpy(ulpdu.data() + h.size(), payload.data(), payload.size());
@@ -105,6 +110,7 @@ void run_one(const std::uint8_t* data, std::size_t size) {
   std::uint32_t msn[3] = {1, 1, 1};
   std::vector<std::uint8_t> payload;
   proto::TxBatch batch;
+  link.batch = &batch;
   std::array<Sge, 2> sges;
 
   for (int step = 0; step < 64 && in.remaining_bytes() > 0; ++step) {
@@ -118,18 +124,21 @@ void run_one(const std::uint8_t* data, std::size_t size) {
         d.tagged = true;
         d.opcode = 0;
         d.stag = pick_stag(in, h);
-        d.tagged_offset = 0x10000u * in.ConsumeIntegralInRange<std::uint32_t>(0, 5) + in.ConsumeIntegral<std::uint16_t>();
+        d.tagged_offset = 0x10000u * in.ConsumeIntegralInRange<std::uint32_t>(0, 5) +
+                          in.ConsumeIntegral<std::uint16_t>();
         break;
       case 1:  // Read Response
         d.tagged = true;
         d.opcode = 2;
         d.stag = pick_stag(in, h);
-        d.tagged_offset = 0x10000u * in.ConsumeIntegralInRange<std::uint32_t>(0, 5) + in.ConsumeIntegral<std::uint16_t>();
+        d.tagged_offset = 0x10000u * in.ConsumeIntegralInRange<std::uint32_t>(0, 5) +
+                          in.ConsumeIntegral<std::uint16_t>();
         break;
       case 2:  // Send, with SE and/or Invalidate
         d.opcode = static_cast<std::uint8_t>(in.ConsumeIntegralInRange<int>(3, 6));
         d.queue = 0;
-        d.msn = msn[0] + in.ConsumeIntegralInRange<std::uint32_t>(0, 1) - (in.ConsumeBool() ? 1 : 0);
+        d.msn =
+            msn[0] + in.ConsumeIntegralInRange<std::uint32_t>(0, 1) - (in.ConsumeBool() ? 1 : 0);
         d.message_offset = in.ConsumeIntegralInRange<std::uint32_t>(0, 2048);
         d.ulp_reserved = pick_stag(in, h);
         if (d.last) ++msn[0];
@@ -140,7 +149,8 @@ void run_one(const std::uint8_t* data, std::size_t size) {
         rr.sink_to = in.ConsumeIntegral<std::uint64_t>();
         rr.size = in.ConsumeIntegralInRange<std::uint32_t>(0, 8192);
         rr.source_stag = pick_stag(in, h);
-        rr.source_to = 0x10000u * in.ConsumeIntegralInRange<std::uint32_t>(0, 5) + in.ConsumeIntegral<std::uint16_t>();
+        rr.source_to = 0x10000u * in.ConsumeIntegralInRange<std::uint32_t>(0, 5) +
+                       in.ConsumeIntegral<std::uint16_t>();
         payload.resize(wire::kReadRequestSize);
         wire::encode_read_request(rr, payload);
         d.opcode = 1;
@@ -169,8 +179,10 @@ void run_one(const std::uint8_t* data, std::size_t size) {
       case 7: {  // a local work request: receive, or an RDMA Read whose response may follow
         const int k = in.ConsumeIntegralInRange<int>(0, kRegions - 1);
         const std::uint32_t off = in.ConsumeIntegralInRange<std::uint32_t>(0, kRegionSize);
-        sges[0] = Sge{h.mr[k]->iova + off, in.ConsumeIntegralInRange<std::uint32_t>(0, kRegionSize), h.mr[k]->stag};
-        sges[1] = Sge{h.mr[0]->iova, in.ConsumeIntegralInRange<std::uint32_t>(0, 64), h.mr[0]->stag};
+        sges[0] = Sge{h.mr[k]->iova + off, in.ConsumeIntegralInRange<std::uint32_t>(0, kRegionSize),
+                      h.mr[k]->stag};
+        sges[1] =
+            Sge{h.mr[0]->iova, in.ConsumeIntegralInRange<std::uint32_t>(0, 64), h.mr[0]->stag};
         const std::size_t n = in.ConsumeIntegralInRange<std::size_t>(0, 2);
         lock.unlock();
         if (in.ConsumeBool()) {
@@ -190,7 +202,8 @@ void run_one(const std::uint8_t* data, std::size_t size) {
       }
       case 8: {  // feed what is pending, in fuzzed pieces, through feed() or direct placement
         while (fed < stream.size() && qp.rx_open_locked()) {
-          const std::size_t piece = std::min(stream.size() - fed, in.ConsumeIntegralInRange<std::size_t>(1, 4096));
+          const std::size_t piece =
+              std::min(stream.size() - fed, in.ConsumeIntegralInRange<std::size_t>(1, 4096));
           const ByteSpan direct = qp.rx_direct_target_locked();
           if (!direct.empty() && in.ConsumeBool()) {
             const std::size_t n = std::min(piece, direct.size());
@@ -218,7 +231,8 @@ void run_one(const std::uint8_t* data, std::size_t size) {
     append_fpdu(stream, d, payload, lp.crc, corrupt);
   }
   // Feed the rest, then drain the transmit side and the CQ.
-  if (fed < stream.size() && qp.rx_open_locked()) qp.rx_feed_locked(ConstByteSpan(stream).subspan(fed));
+  if (fed < stream.size() && qp.rx_open_locked())
+    qp.rx_feed_locked(ConstByteSpan(stream).subspan(fed));
   for (int round = 0; round < 16 && qp.tx_fill_locked(batch); ++round) {
     std::uint64_t cookie;
     batch.consume(batch.pending_bytes());

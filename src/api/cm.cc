@@ -44,6 +44,7 @@ std::optional<CmEvent> EventChannel::get_event(int timeout_ms) {
   CmEvent out;
   out.type = static_cast<CmEventType>(e->type);
   out.connection = Connection(e->connection);
+  if (e->listener) out.listener = Listener(e->listener);
   out.private_data = std::move(e->private_data);
   out.status = std::move(e->status);
   return out;
@@ -103,7 +104,9 @@ std::uint16_t Connection::peer_ord() const {
   return impl_ && impl_->request().words ? impl_->request().words->ord : 0;
 }
 
-std::uint16_t Listener::port() const { return impl_->address().port(); }
-void Listener::close() { impl_->close(); }
+std::uint16_t Listener::port() const { return impl_ ? impl_->address().port() : 0; }
+void Listener::close() {
+  if (impl_) impl_->close();
+}
 
 }  // namespace uwarp

@@ -34,9 +34,41 @@ void TxBatch::add_fpdu(const wire::DdpHeader& header, std::span<const ConstByteS
   }
   iov_[iov_count_++] = iovec{t.data(), pad + wire::kMpaCrcSize};
   queued_bytes_ += hdr_len + payload_length + pad + wire::kMpaCrcSize;
+  fpdu_end_[fpdus_ - 1] = queued_bytes_;
 }
 
-void TxBatch::mark_message_end(std::uint64_t cookie) { mark_[marks_++] = Mark{queued_bytes_, cookie}; }
+void TxBatch::abandon_after_current_fpdu() {
+  if (empty()) return;
+  // The end of the FPDU that holds the next byte to send; at a boundary nothing is kept.
+  std::size_t keep_until = sent_bytes_;
+  for (std::size_t i = 0; i < fpdus_; ++i) {
+    if (fpdu_end_[i] > sent_bytes_) {
+      const std::size_t start = i == 0 ? 0 : fpdu_end_[i - 1];
+      if (start < sent_bytes_) keep_until = fpdu_end_[i];
+      break;
+    }
+  }
+  std::vector<std::uint8_t> rest;
+  rest.reserve(keep_until - sent_bytes_);
+  for (std::size_t v = sent_iov_; v < iov_count_ && rest.size() < keep_until - sent_bytes_; ++v) {
+    const auto* p = static_cast<const std::uint8_t*>(iov_[v].iov_base);
+    const std::size_t take = std::min(iov_[v].iov_len, keep_until - sent_bytes_ - rest.size());
+    rest.insert(rest.end(), p, p + take);
+  }
+  tail_ = std::move(rest);
+  clear();
+  if (tail_.empty()) return;
+  // The kept bytes are all that is left; they count as the batch's first FPDU.
+  iov_[0] = iovec{tail_.data(), tail_.size()};
+  iov_count_ = 1;
+  queued_bytes_ = tail_.size();
+  fpdu_end_[0] = queued_bytes_;
+  fpdus_ = 1;
+}
+
+void TxBatch::mark_message_end(std::uint64_t cookie) {
+  mark_[marks_++] = Mark{queued_bytes_, cookie};
+}
 
 void TxBatch::consume(std::size_t n) {
   sent_bytes_ += n;

@@ -13,6 +13,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <span>
+#include <vector>
 
 #include "base/bytes.h"
 #include "wire/ddp.h"
@@ -27,7 +28,9 @@ class TxBatch {
   static constexpr std::size_t kMaxMarks = kMaxFpdus;
 
   // The iovecs still to send.
-  std::span<const iovec> pending() const { return {iov_.data() + sent_iov_, iov_count_ - sent_iov_}; }
+  std::span<const iovec> pending() const {
+    return {iov_.data() + sent_iov_, iov_count_ - sent_iov_};
+  }
   bool empty() const { return sent_iov_ == iov_count_; }
   std::size_t pending_bytes() const { return queued_bytes_ - sent_bytes_; }
   // `n` bytes of pending() were sent.
@@ -43,10 +46,16 @@ class TxBatch {
 
   // Appends one FPDU: `header` (the DDP header), then `payload` pieces, pad and the CRC trailer
   // (computed when with_crc). The caller checked can_add_fpdu(payload.size()).
-  void add_fpdu(const wire::DdpHeader& header, std::span<const ConstByteSpan> payload, std::size_t payload_length,
-                bool with_crc);
+  void add_fpdu(const wire::DdpHeader& header, std::span<const ConstByteSpan> payload,
+                std::size_t payload_length, bool with_crc);
   // Records that the message `cookie` ends with the last FPDU added.
   void mark_message_end(std::uint64_t cookie);
+
+  // The QP failed: nothing more of its work requests may be read from their memory. FPDUs not
+  // yet started are dropped (their messages are never reported sent); the rest of an FPDU that
+  // is partly sent is copied into the batch, so that the stream stays FPDU-aligned for a
+  // Terminate. Must not be called while a send of pending() is in progress.
+  void abandon_after_current_fpdu();
 
  private:
   void reset_if_drained();
@@ -58,9 +67,13 @@ class TxBatch {
   std::size_t sent_bytes_ = 0;
 
   // Header slots: length field + DDP header; trailer slots: pad + CRC.
-  std::array<std::array<std::uint8_t, wire::kMpaLengthFieldSize + wire::kMaxDdpHeaderSize>, kMaxFpdus> headers_{};
+  std::array<std::array<std::uint8_t, wire::kMpaLengthFieldSize + wire::kMaxDdpHeaderSize>,
+             kMaxFpdus>
+      headers_{};
   std::array<std::array<std::uint8_t, 8>, kMaxFpdus> trailers_{};
+  std::array<std::size_t, kMaxFpdus> fpdu_end_{};  // queued_bytes_ at the end of each FPDU
   std::size_t fpdus_ = 0;
+  std::vector<std::uint8_t> tail_;  // the copied rest of a partly sent FPDU (abandon)
 
   struct Mark {
     std::size_t end_offset;  // queued_bytes_ when the message ended
@@ -75,7 +88,7 @@ class TxBatch {
 class MessageSegmenter {
  public:
   struct Message {
-    wire::DdpHeader header;               // tagged: STag, base TO; untagged: queue, MSN, STag to invalidate
+    wire::DdpHeader header;  // tagged: STag, base TO; untagged: queue, MSN, STag to invalidate
     std::span<const ConstByteSpan> gather;  // payload pieces (registered memory); total = length
     std::size_t length = 0;
     std::uint64_t cookie = 0;
@@ -89,8 +102,8 @@ class MessageSegmenter {
  private:
   Message msg_;
   bool active_ = false;
-  std::size_t offset_ = 0;        // payload bytes already segmented
-  std::size_t piece_ = 0;         // gather position of offset_
+  std::size_t offset_ = 0;  // payload bytes already segmented
+  std::size_t piece_ = 0;   // gather position of offset_
   std::size_t piece_offset_ = 0;
 };
 

@@ -13,8 +13,13 @@ std::size_t max_ulpdu_for_mss(std::size_t mss) {
   return wire::max_ulpdu_for_fpdu_size(mss & ~std::size_t{7});
 }
 
-Stream::Stream(Engine& engine, io::Fd fd, verbs::QueuePair& qp, std::weak_ptr<StreamObserver> observer)
-    : engine_(engine), fd_(std::move(fd)), qp_(&qp), observer_(std::move(observer)), bounce_(kBounceSize) {}
+Stream::Stream(Engine& engine, io::Fd fd, verbs::QueuePair& qp,
+               std::weak_ptr<StreamObserver> observer)
+    : engine_(engine),
+      fd_(std::move(fd)),
+      qp_(&qp),
+      observer_(std::move(observer)),
+      bounce_(kBounceSize) {}
 
 Stream::~Stream() = default;
 
@@ -43,7 +48,9 @@ void Stream::refresh_fpdu_size_locked() {
   }
 }
 
-void Stream::tx_ready() { pump_tx_locked(); }
+void Stream::tx_ready() {
+  pump_tx_locked();
+}
 
 void Stream::rtr_received() {
   engine_.post([observer = observer_] {
@@ -54,6 +61,16 @@ void Stream::rtr_received() {
 void Stream::shutdown_requested() {
   shutdown_requested_ = true;
   maybe_shut_write_locked();
+}
+
+void Stream::tx_abandon() {
+  // While the backend sends from the batch it must not change; it is trimmed once that send
+  // completes (the bytes of that one send may still be read after the flush completions).
+  if (send_armed_) {
+    abandon_pending_ = true;
+    return;
+  }
+  batch_.abandon_after_current_fpdu();
 }
 
 void Stream::pump_tx_locked() {
@@ -110,6 +127,12 @@ void Stream::on_send(long result) {
   if (qp_ == nullptr) return;
   std::lock_guard qlock(qp_->mutex());
   send_armed_ = false;
+  if (abandon_pending_ && result >= 0) {
+    abandon_pending_ = false;
+    batch_.consume(static_cast<std::size_t>(result));
+    result = 0;
+    batch_.abandon_after_current_fpdu();
+  }
   if (result < 0) {
     lost_locked(false, std::string("send failed: ") + std::strerror(static_cast<int>(-result)));
     return;

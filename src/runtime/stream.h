@@ -30,7 +30,9 @@ class StreamObserver {
   virtual void stream_closed(bool graceful, const std::string& why) = 0;
 };
 
-class Stream final : public io::IoHandler, public verbs::QpLink, public std::enable_shared_from_this<Stream> {
+class Stream final : public io::IoHandler,
+                     public verbs::QpLink,
+                     public std::enable_shared_from_this<Stream> {
  public:
   Stream(Engine& engine, io::Fd fd, verbs::QueuePair& qp, std::weak_ptr<StreamObserver> observer);
   ~Stream() override;
@@ -48,6 +50,7 @@ class Stream final : public io::IoHandler, public verbs::QpLink, public std::ena
   void tx_ready() override;
   void rtr_received() override;
   void shutdown_requested() override;
+  void tx_abandon() override;
 
   // io::IoHandler (engine thread).
   void on_recv(long result) override;
@@ -77,6 +80,7 @@ class Stream final : public io::IoHandler, public verbs::QpLink, public std::ena
   bool large_payloads_ = false;
   proto::TxBatch batch_;
   bool send_armed_ = false;
+  bool abandon_pending_ = false;  // tx_abandon while the backend was sending: apply in on_send
   bool pumping_ = false;
   bool pump_again_ = false;
   bool shutdown_requested_ = false;

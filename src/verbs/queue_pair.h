@@ -59,6 +59,9 @@ class QpLink {
   virtual void tx_ready() = 0;            // there is transmit work
   virtual void rtr_received() = 0;        // responder: the peer's RTR arrived
   virtual void shutdown_requested() = 0;  // close the stream once queued bytes are sent
+  // The QP entered ERROR and completes its work requests as flushed: from now on the stream
+  // must not read their memory (drop what is queued, keep FPDU alignment).
+  virtual void tx_abandon() = 0;
 };
 
 class QueuePair final : public proto::RxDelegate {

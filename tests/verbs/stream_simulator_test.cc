@@ -48,6 +48,13 @@ class FakeLink final : public QpLink {
   void tx_ready() override { ++tx_ready_calls; }
   void rtr_received() override { ++rtr_calls; }
   void shutdown_requested() override { ++shutdown_calls; }
+  // As runtime::Stream: after an error nothing more is read from the flushed requests' memory.
+  void tx_abandon() override {
+    ++abandon_calls;
+    if (batch != nullptr) batch->abandon_after_current_fpdu();
+  }
+  proto::TxBatch* batch = nullptr;
+  int abandon_calls = 0;
   int tx_ready_calls = 0;
   int rtr_calls = 0;
   int shutdown_calls = 0;
@@ -124,6 +131,7 @@ struct Endpoint {
     c.srq = srq;
     c.caps = caps;
     qp = std::make_unique<QueuePair>(device, c);
+    link.batch = &batch;
   }
 
   ProtectionDomain* pd;
@@ -1466,26 +1474,25 @@ TEST(verbs_stream_simulator, BytesAfterAReceivedTerminateDoNotProvokeATerminate)
   EXPECT_TRUE(s.async.has(AsyncEventType::kQpAccessError, s.b.qp->qp_num()));
 }
 
-TEST(verbs_stream_simulator, InlineDataOutlivesAFlushWhileItsFpduIsStillQueued) {
-  // A Terminate arrives while an inline Send's FPDU still waits in the transmit batch: the Send
-  // is flushed, but the runtime still sends the batch out, so its bytes must stay valid.
+// A Terminate arrives while the transmit batch still holds FPDUs of work requests that the QP
+// then flushes: FPDUs not yet started are dropped, and the rest of a partly sent one is a copy,
+// so that no byte is read from memory the application got back with the flush.
+void flush_with_queued_fpdus(std::size_t extra_sent) {
   Sim s;
   Region& src = s.reg(s.a, 100, 0);
-  Bytes app = pattern(500, 9);
-  const std::vector<Sge> sges = {Sge{reinterpret_cast<std::uintptr_t>(app.data()), 500, 0}};
   ASSERT_TRUE(Sim::post_send(s.a, 1, WrOpcode::kRdmaWrite, {src.sge(0, 100)}, send_flags::kSignaled,
                              0, 0x12345678)
                   .is_ok());
   ASSERT_TRUE(
-      Sim::post_send(s.a, 2, WrOpcode::kSend, sges, send_flags::kSignaled | send_flags::kInline)
-          .is_ok());
+      Sim::post_send(s.a, 2, WrOpcode::kSend, {src.sge(0, 100)}, send_flags::kSignaled).is_ok());
   const std::size_t first = wire::fpdu_size(wire::kTaggedHeaderSize + 100);  // the Write's FPDU
+  const std::size_t second = wire::fpdu_size(wire::kUntaggedHeaderSize + 100);
   Bytes all;
   {
     std::lock_guard lock(s.a.qp->mutex());
     s.a.qp->tx_fill_locked(s.a.batch);
     all = proto::testing::flatten(s.a.batch.pending());
-    s.a.batch.consume(first);
+    s.a.batch.consume(first + extra_sent);
   }
   Bytes terminate;
   {
@@ -1500,9 +1507,20 @@ TEST(verbs_stream_simulator, InlineDataOutlivesAFlushWhileItsFpduIsStillQueued) 
   }
   EXPECT_EQ(s.a.qp->state(), QpState::kError);
   EXPECT_EQ(ids_of(poll_all(s.a.scq)), (std::vector<std::uint64_t>{1, 2}));
+  std::fill(src.bytes.begin(), src.bytes.end(), 0xEE);  // the application reuses its memory
   std::lock_guard lock(s.a.qp->mutex());
-  EXPECT_EQ(proto::testing::flatten(s.a.batch.pending()),
-            Bytes(all.begin() + static_cast<std::ptrdiff_t>(first), all.end()));
+  const Bytes expected = extra_sent == 0
+                             ? Bytes{}
+                             : Bytes(all.begin() + static_cast<std::ptrdiff_t>(first + extra_sent),
+                                     all.begin() + static_cast<std::ptrdiff_t>(first + second));
+  EXPECT_EQ(proto::testing::flatten(s.a.batch.pending()), expected);
+}
+
+TEST(verbs_stream_simulator, FlushDropsFpdusNotYetStarted) {
+  flush_with_queued_fpdus(0);
+}
+TEST(verbs_stream_simulator, FlushCopiesTheRestOfAPartlySentFpdu) {
+  flush_with_queued_fpdus(10);
 }
 
 TEST(verbs_stream_simulator, CrcErrorTerminatesWithLlpCrc) {
