@@ -140,12 +140,7 @@ Status QueuePair::post_recv(const RecvWr& wr) {
   if (config_.srq != nullptr) return Status(Errc::kInvalidArgument, "QP uses a shared receive queue");
   if (state_ == QpState::kReset) return Status(Errc::kInvalidState, "post_recv needs a QP out of RESET");
   if (state_ == QpState::kError) {
-    WorkCompletion wc;
-    wc.wr_id = wr.wr_id;
-    wc.status = WcStatus::kWrFlushError;
-    wc.opcode = WcOpcode::kRecv;
-    wc.qp_num = qp_num_;
-    push_recv(wc, false);
+    fail_recv(wr.wr_id, WcStatus::kWrFlushError);
     return Status::ok();
   }
   return rq_->post(wr);
@@ -220,6 +215,15 @@ void QueuePair::push_recv(const WorkCompletion& wc, bool solicited) {
   if (!config_.recv_cq->push(wc, solicited)) report(AsyncEventType::kCqError, "receive CQ overflow");
 }
 
+void QueuePair::fail_recv(std::uint64_t wr_id, WcStatus status) {
+  WorkCompletion wc;
+  wc.wr_id = wr_id;
+  wc.status = status;
+  wc.opcode = WcOpcode::kRecv;
+  wc.qp_num = qp_num_;
+  push_recv(wc, false);
+}
+
 void QueuePair::report(AsyncEventType type, const std::string& detail) {
   AsyncEvent ev;
   ev.type = type;
@@ -231,23 +235,11 @@ void QueuePair::report(AsyncEventType type, const std::string& detail) {
 
 void QueuePair::flush_receive_side() {
   if (rx_recv_.active) {
-    WorkCompletion wc;
-    wc.wr_id = rx_recv_.entry.wr_id;
-    wc.status = WcStatus::kWrFlushError;
-    wc.opcode = WcOpcode::kRecv;
-    wc.qp_num = qp_num_;
-    push_recv(wc, false);
+    fail_recv(rx_recv_.entry.wr_id, WcStatus::kWrFlushError);
     rx_recv_ = ActiveReceive{};
   }
   if (own_rq_) {
-    for (const RecvEntry& r : own_rq_->drain()) {
-      WorkCompletion wc;
-      wc.wr_id = r.wr_id;
-      wc.status = WcStatus::kWrFlushError;
-      wc.opcode = WcOpcode::kRecv;
-      wc.qp_num = qp_num_;
-      push_recv(wc, false);
-    }
+    for (const RecvEntry& r : own_rq_->drain()) fail_recv(r.wr_id, WcStatus::kWrFlushError);
   } else {
     // SRQ entries stay with the SRQ; tell the application this QP consumes no more of them.
     report(AsyncEventType::kQpLastWqeReached, "QP left the SRQ");

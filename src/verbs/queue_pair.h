@@ -163,6 +163,8 @@ class QueuePair final : public proto::RxDelegate {
   void flush_receive_side();
   void report(AsyncEventType type, const std::string& detail);
   void push_recv(const WorkCompletion& wc, bool solicited);
+  // A receive completion that carries only a status (flushes and local errors).
+  void fail_recv(std::uint64_t wr_id, WcStatus status);
   std::optional<std::vector<ByteSpan>> resolve_local(const std::vector<Sge>& sges, std::uint32_t needed,
                                                      std::vector<MemoryRegionRef>* keep);
   Status check_transition(QpState target) const;

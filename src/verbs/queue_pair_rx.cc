@@ -126,12 +126,7 @@ proto::ScatterResult QueuePair::resolve_receive(std::uint32_t /*msn*/, std::uint
     rx_recv_.entry = std::move(*entry);
     auto spans = resolve_local(rx_recv_.entry.sges, access::kLocalWrite, &rx_recv_.mrs);
     if (!spans) {
-      WorkCompletion wc;
-      wc.wr_id = rx_recv_.entry.wr_id;
-      wc.status = WcStatus::kLocalProtectionError;
-      wc.opcode = WcOpcode::kRecv;
-      wc.qp_num = qp_num_;
-      push_recv(wc, false);
+      fail_recv(rx_recv_.entry.wr_id, WcStatus::kLocalProtectionError);
       rx_recv_ = ActiveReceive{};
       return Unexpected{term::kRdmapCatastrophicStream};
     }
@@ -140,12 +135,7 @@ proto::ScatterResult QueuePair::resolve_receive(std::uint32_t /*msn*/, std::uint
   }
   if (!rx_recv_.active) return Unexpected{term::kDdpUntaggedNoBuffer};
   if (mo + length > rx_recv_.capacity || !slice(rx_recv_.spans, mo, length, rx_scatter_)) {
-    WorkCompletion wc;
-    wc.wr_id = rx_recv_.entry.wr_id;
-    wc.status = WcStatus::kLocalLengthError;
-    wc.opcode = WcOpcode::kRecv;
-    wc.qp_num = qp_num_;
-    push_recv(wc, false);
+    fail_recv(rx_recv_.entry.wr_id, WcStatus::kLocalLengthError);
     rx_recv_ = ActiveReceive{};
     return Unexpected{term::kDdpUntaggedTooLong};
   }
