@@ -44,8 +44,9 @@ class IoBackend {
   virtual void send(int fd, std::span<const iovec> iov) = 0;
   virtual void accept(int listen_fd) = 0;
   virtual void connect_wait(int fd) = 0;
-  // Waits up to timeout_ms (-1: no limit) for completions and runs their callbacks.
-  virtual void run_once(int timeout_ms) = 0;
+  // Waits up to timeout_ms (-1: no limit) for completions and runs their callbacks. Returns
+  // how many sockets had something to do (0: it only waited).
+  virtual std::size_t run_once(int timeout_ms) = 0;
   // Makes a blocked run_once return soon.
   virtual void wake() = 0;
 };

@@ -86,7 +86,7 @@ class EpollBackend final : public IoBackend {
     [[maybe_unused]] ssize_t n = ::write(wake_fd_.get(), &one, sizeof one);
   }
 
-  void run_once(int timeout_ms) override {
+  std::size_t run_once(int timeout_ms) override {
     loop_thread_.store(std::this_thread::get_id(), std::memory_order_relaxed);
     {
       std::lock_guard lock(mu_);
@@ -119,6 +119,7 @@ class EpollBackend final : public IoBackend {
     std::sort(batch.begin(), batch.end());
     batch.erase(std::unique(batch.begin(), batch.end()), batch.end());
     for (int fd : batch) perform(fd);
+    return batch.size();
   }
 
  private:

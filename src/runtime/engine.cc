@@ -3,11 +3,17 @@
 #include <pthread.h>
 #include <signal.h>
 
+#include <cstdlib>
 #include <future>
 
 namespace uwarp::runtime {
 
-Engine::Engine() : backend_(io::make_epoll_backend()) {
+std::chrono::microseconds Engine::default_spin() {
+  const char* v = std::getenv("UWARP_SPIN_US");
+  return std::chrono::microseconds(v != nullptr ? std::strtol(v, nullptr, 10) : 0);
+}
+
+Engine::Engine(std::chrono::microseconds spin) : backend_(io::make_epoll_backend()), spin_(spin) {
   std::promise<void> started;
   thread_ = std::thread([this, &started] {
     sigset_t all;
@@ -99,8 +105,11 @@ void Engine::run_timers() {
 }
 
 void Engine::run() {
+  auto last_busy = Clock::now() - spin_;
   while (!stop_.load(std::memory_order_acquire)) {
-    backend_->run_once(next_timeout_ms());
+    // Spin (poll without sleeping) for a while after the last activity.
+    const bool spinning = spin_.count() > 0 && Clock::now() - last_busy < spin_;
+    if (backend_->run_once(spinning ? 0 : next_timeout_ms()) > 0) last_busy = Clock::now();
     std::vector<std::function<void()>> tasks;
     {
       std::lock_guard lock(mu_);

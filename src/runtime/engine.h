@@ -26,7 +26,11 @@ using Clock = std::chrono::steady_clock;
 
 class Engine {
  public:
-  Engine();
+  // spin: after activity, how long the progress thread keeps polling before it sleeps in the
+  // kernel (0: sleep at once). A spinning thread answers the next packet without a wake-up.
+  explicit Engine(std::chrono::microseconds spin = default_spin());
+  // UWARP_SPIN_US from the environment, else 0.
+  static std::chrono::microseconds default_spin();
   ~Engine();
   Engine(const Engine&) = delete;
   Engine& operator=(const Engine&) = delete;
@@ -55,6 +59,7 @@ class Engine {
   std::map<std::uint64_t, std::pair<Clock::time_point, std::function<void()>>> timers_;
   std::uint64_t next_timer_ = 1;
   std::atomic<bool> stop_{false};
+  const std::chrono::microseconds spin_;
   std::thread::id thread_id_;
   std::thread thread_;
 };
