@@ -69,8 +69,11 @@ class Connection {
 
 class Listener {
  public:
+  Listener() = default;
+  bool valid() const { return impl_ != nullptr; }
   std::uint16_t port() const;
   void close();
+  bool same(const Listener& other) const { return impl_ == other.impl_; }
 
  private:
   friend struct detail::Access;
@@ -82,6 +85,7 @@ class Listener {
 struct CmEvent {
   CmEventType type = CmEventType::kConnectError;
   Connection connection;
+  Listener listener;  // kConnectRequest: the listener the request arrived on
   std::vector<std::uint8_t> private_data;
   Status status;
 };
