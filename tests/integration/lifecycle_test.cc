@@ -26,13 +26,6 @@ namespace {
 
 constexpr int kTimeoutMs = 10000;
 
-std::vector<std::uint8_t> pattern(std::size_t n, std::uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::vector<std::uint8_t> v(n);
-  for (auto& b : v) b = static_cast<std::uint8_t>(rng());
-  return v;
-}
-
 struct Endpoint {
   CompletionQueue cq;
   QueuePair qp;

@@ -12,8 +12,8 @@ namespace uwarp::testing {
 namespace {
 
 void fill_pattern(std::vector<std::uint8_t>& b, std::size_t n, std::uint32_t seed) {
-  std::mt19937 rng(seed);
-  for (std::size_t i = 0; i < n; ++i) b[i] = static_cast<std::uint8_t>(rng());
+  const auto p = pattern(n, seed);
+  std::copy(p.begin(), p.end(), b.begin());
 }
 
 struct Case {

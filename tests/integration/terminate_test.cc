@@ -69,13 +69,6 @@ std::uint8_t first_byte(const TerminateCode& c) {
   return static_cast<std::uint8_t>((static_cast<unsigned>(c.layer) << 4) | c.etype);
 }
 
-std::vector<std::uint8_t> pattern(std::size_t n, std::uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::vector<std::uint8_t> v(n);
-  for (auto& b : v) b = static_cast<std::uint8_t>(rng());
-  return v;
-}
-
 // A uwarp QP with its own CQ and registered buffer.
 struct Endpoint {
   CompletionQueue cq;

@@ -7,6 +7,7 @@
 #include <chrono>
 #include <cstdint>
 #include <optional>
+#include <random>
 #include <thread>
 #include <vector>
 
@@ -15,6 +16,14 @@
 namespace uwarp::testing {
 
 inline constexpr int kEventTimeoutMs = 5000;
+
+// n bytes of a pseudo-random pattern that `seed` determines.
+inline std::vector<std::uint8_t> pattern(std::size_t n, std::uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::vector<std::uint8_t> v(n);
+  for (auto& b : v) b = static_cast<std::uint8_t>(rng());
+  return v;
+}
 
 struct Side {
   ProtectionDomain pd;
