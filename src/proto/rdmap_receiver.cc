@@ -68,11 +68,10 @@ Placement RdmapReceiver::on_rtr_header(const wire::DdpHeader& h, std::size_t pay
               h.msn == expected_msn_[wire::kQueueSend];
       break;
     case RtrType::kRead:
-      // A Read Request whose body says "zero bytes"; it is answered like any other Read.
+      // A Read Request whose body says "zero bytes" (checked when the body is in); it is
+      // answered like any other Read but does not count against IRD.
       if (!h.tagged && op == RdmapOpcode::kReadRequest && h.queue == wire::kQueueReadRequest) {
-        expected_rtr_ = RtrType::kNone;
-        delegate_.rtr_received();
-        segment_ = Segment::kReadRequest;
+        segment_ = Segment::kRtrRead;
         return on_queue_message_header(h, payload_length, wire::kQueueReadRequest, wire::kReadRequestSize);
       }
       match = false;
@@ -140,6 +139,14 @@ std::optional<wire::TerminateCode> RdmapReceiver::on_segment_end(ConstByteSpan b
       send_placed_ = 0;
       ++expected_msn_[wire::kQueueSend];
       return delegate_.receive_complete(s);
+    }
+    case Segment::kRtrRead: {
+      ++expected_msn_[wire::kQueueReadRequest];
+      auto rr = wire::decode_read_request(buffered);
+      if (!rr || rr->size != 0) return term::kLlpNoMatchingRtr;
+      expected_rtr_ = RtrType::kNone;
+      delegate_.rtr_received();
+      return delegate_.read_request(*rr);
     }
     case Segment::kReadRequest: {
       ++expected_msn_[wire::kQueueReadRequest];

@@ -86,7 +86,9 @@ class RdmapReceiver final : public FpduSink {
   std::uint32_t send_placed_ = 0;
 
   // What the segment being received is, for on_segment_end.
-  enum class Segment : std::uint8_t { kIgnore, kWrite, kReadResponse, kSend, kReadRequest, kTerminate, kRtr };
+  enum class Segment : std::uint8_t {
+    kIgnore, kWrite, kReadResponse, kSend, kReadRequest, kTerminate, kRtr, kRtrRead
+  };
   Segment segment_ = Segment::kIgnore;
   wire::DdpHeader header_;
   std::size_t payload_length_ = 0;

@@ -73,6 +73,8 @@ Status QueuePair::modify_state(QpState target) {
       orq_.clear();
       irq_.clear();
       if (own_rq_) own_rq_->drain();
+      reader_.reset();
+      receiver_.reset();
       state_ = QpState::kReset;
       break;
     default: {
@@ -95,6 +97,9 @@ Status QueuePair::post_send(const SendWr& wr) {
     return Status(Errc::kInvalidArgument, "work request has more SGEs than max_send_sge");
   }
   if (sq_.size() >= config_.caps.max_send_wr) return Status(Errc::kNoResources, "send queue is full");
+  if (wr.opcode == WrOpcode::kRdmaRead && link_ != nullptr && ord_ == 0) {
+    return Status(Errc::kInvalidArgument, "the connection allows no RDMA Reads (ORD 0)");
+  }
   SqEntry e;
   e.seq = next_seq_++;
   e.wr_id = wr.wr_id;
@@ -147,6 +152,15 @@ Status QueuePair::post_recv(const RecvWr& wr) {
 }
 
 void QueuePair::attach_link_locked(QpLink* link, const LinkParams& p) {
+  // A new stream: every per-stream counter starts afresh (RFC 5041: MSNs start at 1), also
+  // for a QP used before and taken back through RESET.
+  send_msn_ = read_msn_ = term_msn_ = 1;
+  terminate_queued_ = terminate_started_ = false;
+  segmenter_ = proto::MessageSegmenter{};
+  segmenting_terminate_ = false;
+  rtr_read_pending_ = false;
+  disconnecting_ = false;
+  rx_recv_ = ActiveReceive{};
   link_ = link;
   crc_ = p.crc;
   ird_ = p.ird;

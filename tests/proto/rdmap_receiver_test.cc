@@ -578,6 +578,27 @@ TEST(proto_rdmap_receiver, ZeroLengthReadRtr) {
   EXPECT_EQ(rx.d.rtrs, 1);
 }
 
+TEST(proto_rdmap_receiver, ReadRtrDoesNotCountAgainstIrd) {
+  Rx rx(0);  // no inbound Reads at all, yet the RTR Read is accepted
+  rx.r.expect_rtr(RtrType::kRead);
+  wire::ReadRequest rr;
+  rr.source_stag = kRtrStag;
+  ASSERT_TRUE(
+      rx.feed(untagged_header(RdmapOpcode::kReadRequest, 1, 1), testing::read_request_body(rr)));
+  EXPECT_EQ(rx.d.rtrs, 1);
+  EXPECT_EQ(rx.d.read_requests.size(), 1u);
+}
+
+TEST(proto_rdmap_receiver, ReadRtrMustAskForZeroBytes) {
+  Rx rx;
+  rx.r.expect_rtr(RtrType::kRead);
+  EXPECT_FALSE(rx.feed(untagged_header(RdmapOpcode::kReadRequest, 1, 1),
+                       testing::read_request_body(read_request(8))));
+  EXPECT_EQ(rx.code(), term::kLlpNoMatchingRtr);
+  EXPECT_EQ(rx.d.rtrs, 0);
+  EXPECT_TRUE(rx.d.read_requests.empty());
+}
+
 TEST(proto_rdmap_receiver, ZeroLengthSendRtr) {
   Rx rx;
   rx.r.expect_rtr(RtrType::kSend);
