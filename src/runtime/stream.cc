@@ -19,7 +19,7 @@ Stream::Stream(Engine& engine, io::Fd fd, verbs::QueuePair& qp,
       fd_(std::move(fd)),
       qp_(&qp),
       observer_(std::move(observer)),
-      bounce_(kBounceSize) {}
+      bounce_(kBounceInitial) {}
 
 Stream::~Stream() = default;
 
@@ -166,6 +166,9 @@ void Stream::on_recv(long result) {
   long status = result;
   if (result > 0 && qp_->rx_open_locked()) {
     qp_->rx_feed_locked(ConstByteSpan(bounce_.data(), static_cast<std::size_t>(result)));
+    if (static_cast<std::size_t>(result) == bounce_.size() && bounce_.size() < kBounceSize) {
+      bounce_.resize(bounce_.size() * 2);  // safe: no receive into it is armed now
+    }
     receive_direct_locked(status);
   }
   // After a Terminate (either way) incoming bytes are read and dropped until the peer closes.

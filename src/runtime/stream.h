@@ -57,6 +57,9 @@ class Stream final : public io::IoHandler,
   void on_send(long result) override;
 
  private:
+  // The bounce buffer starts small (an idle QP costs little memory) and doubles, up to the
+  // largest size, each time a receive fills it.
+  static constexpr std::size_t kBounceInitial = 4 * 1024;
   static constexpr std::size_t kBounceSize = 64 * 1024;
   static constexpr std::size_t kDirectMin = 2048;
   static constexpr std::size_t kSmallRead = 512;
