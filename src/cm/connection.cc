@@ -190,6 +190,7 @@ void Connection::on_handshake_bytes() {
         lp.ird = outcome_.ird;
         lp.ord = outcome_.ord;
         lp.send_rtr = outcome_.rtr;
+        lp.initiator = true;
         start_stream(lp, got.subspan(p.consumed));
         if (state_ == State::kEstablishing) {
           state_ = State::kEstablished;

@@ -34,9 +34,30 @@ void Stream::start(const verbs::LinkParams& params, ConstByteSpan early_bytes) {
   verbs::LinkParams p = params;
   p.max_ulpdu = max_ulpdu_for_mss(mss_);
   qp_->attach_link_locked(this, p);
+  initiator_ = p.initiator;
+  if (initiator_) check_silent_peer(0);
   if (!early_bytes.empty()) qp_->rx_feed_locked(early_bytes);
   pump_tx_locked();
   arm_recv_locked();
+}
+
+void Stream::check_silent_peer(int round) {
+  // Called with the locks held at start, then from a timer on the engine thread.
+  constexpr auto kQuiet = std::chrono::milliseconds(200);
+  constexpr int kRounds = 25;  // watch the first 5 s of the connection
+  std::weak_ptr<Stream> weak = weak_from_this();
+  engine_.add_timer(Clock::now() + kQuiet, [weak, round] {
+    auto self = weak.lock();
+    if (!self) return;
+    std::lock_guard lock(self->mu_);
+    if (self->qp_ == nullptr || self->rx_bytes_ > 0) return;  // the peer is alive: done
+    std::lock_guard qlock(self->qp_->mutex());
+    if (self->tx_bytes_ > 0) {
+      self->qp_->queue_nudge_locked();  // once: the peer had something to answer
+      return;
+    }
+    if (round + 1 < kRounds) self->check_silent_peer(round + 1);
+  });
 }
 
 void Stream::refresh_fpdu_size_locked() {
@@ -88,6 +109,7 @@ void Stream::pump_tx_locked() {
       }
       const long n = io::send_iov(fd_.get(), batch_.pending());
       if (n >= 0) {
+        tx_bytes_ += static_cast<std::size_t>(n);
         batch_.consume(static_cast<std::size_t>(n));
         deliver_sent_locked();
         continue;
@@ -137,6 +159,7 @@ void Stream::on_send(long result) {
     lost_locked(false, std::string("send failed: ") + std::strerror(static_cast<int>(-result)));
     return;
   }
+  tx_bytes_ += static_cast<std::size_t>(result);
   batch_.consume(static_cast<std::size_t>(result));
   deliver_sent_locked();
   pump_tx_locked();
@@ -164,6 +187,7 @@ void Stream::on_recv(long result) {
   if (qp_ == nullptr) return;
   std::lock_guard qlock(qp_->mutex());
   long status = result;
+  if (result > 0) rx_bytes_ += static_cast<std::size_t>(result);
   if (result > 0 && qp_->rx_open_locked()) {
     qp_->rx_feed_locked(ConstByteSpan(bounce_.data(), static_cast<std::size_t>(result)));
     if (static_cast<std::size_t>(result) == bounce_.size() && bounce_.size() < kBounceSize) {

@@ -90,6 +90,12 @@ class Stream final : public io::IoHandler,
   bool write_shut_ = false;
   bool torn_down_ = false;
   std::uint64_t linger_timer_ = 0;
+  // Initiator only: if the peer stays silent after our first messages, one nudge (see
+  // QueuePair::queue_nudge_locked) releases a Linux siw responder that missed them.
+  void check_silent_peer(int round);
+  bool initiator_ = false;
+  std::uint64_t rx_bytes_ = 0;
+  std::uint64_t tx_bytes_ = 0;
   std::size_t mss_ = 0;
 };
 

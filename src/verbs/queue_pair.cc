@@ -12,7 +12,8 @@ QueuePair::QueuePair(Device& device, const QpConfig& config)
   if (config_.srq != nullptr) {
     rq_ = config_.srq;
   } else {
-    own_rq_ = std::make_unique<ReceiveQueue>(config_.pd, config_.caps.max_recv_wr, config_.caps.max_recv_sge);
+    own_rq_ = std::make_unique<ReceiveQueue>(config_.pd, config_.caps.max_recv_wr,
+                                             config_.caps.max_recv_sge);
     rq_ = own_rq_.get();
   }
   gather_.reserve(16);
@@ -49,7 +50,8 @@ Status QueuePair::check_transition(QpState target) const {
                   (s == QpState::kSqd && (target == QpState::kRts || target == QpState::kSqd)) ||
                   (s == QpState::kSqe && target == QpState::kRts);
   if (!ok) {
-    return Status(Errc::kInvalidState, std::string("QP cannot go from ") + std::string(to_string(s)) + " to " +
+    return Status(Errc::kInvalidState, std::string("QP cannot go from ") +
+                                           std::string(to_string(s)) + " to " +
                                            std::string(to_string(target)));
   }
   return Status::ok();
@@ -96,7 +98,8 @@ Status QueuePair::post_send(const SendWr& wr) {
   if (!is_inline && wr.sg_list.size() > config_.caps.max_send_sge) {
     return Status(Errc::kInvalidArgument, "work request has more SGEs than max_send_sge");
   }
-  if (sq_.size() >= config_.caps.max_send_wr) return Status(Errc::kNoResources, "send queue is full");
+  if (sq_.size() >= config_.caps.max_send_wr)
+    return Status(Errc::kNoResources, "send queue is full");
   if (wr.opcode == WrOpcode::kRdmaRead && link_ != nullptr && ord_ == 0) {
     return Status(Errc::kInvalidArgument, "the connection allows no RDMA Reads (ORD 0)");
   }
@@ -111,7 +114,8 @@ Status QueuePair::post_send(const SendWr& wr) {
   e.signaled = config_.signal_all || (wr.flags & send_flags::kSignaled) != 0;
   std::uint64_t length = 0;
   for (const Sge& s : wr.sg_list) length += s.length;
-  if (length > device_.limits().max_msg_size) return Status(Errc::kInvalidArgument, "message too long");
+  if (length > device_.limits().max_msg_size)
+    return Status(Errc::kInvalidArgument, "message too long");
   e.length = static_cast<std::uint32_t>(length);
   if (is_inline) {
     if (length > device_.limits().max_inline_data) {
@@ -121,7 +125,8 @@ Status QueuePair::post_send(const SendWr& wr) {
     e.inline_data.resize(length);
     std::size_t at = 0;
     for (const Sge& s : wr.sg_list) {
-      if (s.length > 0) std::memcpy(e.inline_data.data() + at, reinterpret_cast<const void*>(s.addr), s.length);
+      if (s.length > 0)
+        std::memcpy(e.inline_data.data() + at, reinterpret_cast<const void*>(s.addr), s.length);
       at += s.length;
     }
   } else {
@@ -142,8 +147,10 @@ Status QueuePair::post_send(const SendWr& wr) {
 
 Status QueuePair::post_recv(const RecvWr& wr) {
   std::lock_guard lock(mu_);
-  if (config_.srq != nullptr) return Status(Errc::kInvalidArgument, "QP uses a shared receive queue");
-  if (state_ == QpState::kReset) return Status(Errc::kInvalidState, "post_recv needs a QP out of RESET");
+  if (config_.srq != nullptr)
+    return Status(Errc::kInvalidArgument, "QP uses a shared receive queue");
+  if (state_ == QpState::kReset)
+    return Status(Errc::kInvalidState, "post_recv needs a QP out of RESET");
   if (state_ == QpState::kError) {
     fail_recv(wr.wr_id, WcStatus::kWrFlushError);
     return Status::ok();
@@ -160,6 +167,7 @@ void QueuePair::attach_link_locked(QpLink* link, const LinkParams& p) {
   segmenting_terminate_ = false;
   rtr_read_pending_ = false;
   disconnecting_ = false;
+  nudge_pending_ = false;
   rx_recv_ = ActiveReceive{};
   link_ = link;
   crc_ = p.crc;
@@ -176,7 +184,15 @@ void QueuePair::attach_link_locked(QpLink* link, const LinkParams& p) {
   if (send_rtr_ != proto::RtrType::kNone || !sq_.empty()) link_->tx_ready();
 }
 
-void QueuePair::detach_link_locked() { link_ = nullptr; }
+void QueuePair::detach_link_locked() {
+  link_ = nullptr;
+}
+
+void QueuePair::queue_nudge_locked() {
+  if (state_ != QpState::kRts) return;
+  nudge_pending_ = true;
+  if (link_ != nullptr) link_->tx_ready();
+}
 
 void QueuePair::disconnect_locked() {
   if (disconnecting_) return;
@@ -205,8 +221,12 @@ void QueuePair::push_send_completion(const SqEntry& e) {
   wc.qp_num = qp_num_;
   switch (e.opcode) {
     case WrOpcode::kSend:
-    case WrOpcode::kSendWithInvalidate: wc.opcode = WcOpcode::kSend; break;
-    case WrOpcode::kRdmaWrite: wc.opcode = WcOpcode::kRdmaWrite; break;
+    case WrOpcode::kSendWithInvalidate:
+      wc.opcode = WcOpcode::kSend;
+      break;
+    case WrOpcode::kRdmaWrite:
+      wc.opcode = WcOpcode::kRdmaWrite;
+      break;
     case WrOpcode::kRdmaRead:
       wc.opcode = WcOpcode::kRdmaRead;
       wc.byte_len = e.length;
@@ -226,7 +246,8 @@ void QueuePair::complete_in_order() {
 }
 
 void QueuePair::push_recv(const WorkCompletion& wc, bool solicited) {
-  if (!config_.recv_cq->push(wc, solicited)) report(AsyncEventType::kCqError, "receive CQ overflow");
+  if (!config_.recv_cq->push(wc, solicited))
+    report(AsyncEventType::kCqError, "receive CQ overflow");
 }
 
 void QueuePair::fail_recv(std::uint64_t wr_id, WcStatus status) {
@@ -271,14 +292,16 @@ void QueuePair::enter_error(std::optional<WcStatus> first_status, std::uint32_t 
     if (e.phase == Phase::kDone) continue;
     // A Send or Write already handed to TCP (in flight) counts as sent unless the first error
     // belongs to it; everything else is flushed.
-    if (first && first_status && (e.phase == Phase::kAwaitingResponse || e.phase == Phase::kInFlight)) {
+    if (first && first_status &&
+        (e.phase == Phase::kAwaitingResponse || e.phase == Phase::kInFlight)) {
       e.status = *first_status;
       e.vendor_err = vendor_err;
     } else {
       e.status = WcStatus::kWrFlushError;
     }
     first = false;
-    if (e.phase == Phase::kInFlight && !e.inline_data.empty()) retired_inline_.push_back(std::move(e.inline_data));
+    if (e.phase == Phase::kInFlight && !e.inline_data.empty())
+      retired_inline_.push_back(std::move(e.inline_data));
     e.phase = Phase::kDone;
     e.mrs.clear();
   }
@@ -304,12 +327,14 @@ WcStatus status_for_remote_terminate(std::uint32_t raw_control) {
     etype = hi;
   }
   if ((layer == 0 || layer == 1) && etype == 1) return WcStatus::kRemoteAccessError;
-  if (layer == 0 && etype == 2 && (ecode == 0x05 || ecode == 0x06)) return WcStatus::kRemoteInvalidRequestError;
+  if (layer == 0 && etype == 2 && (ecode == 0x05 || ecode == 0x06))
+    return WcStatus::kRemoteInvalidRequestError;
   if (layer == 1 && etype == 2) return WcStatus::kRemoteInvalidRequestError;
   return WcStatus::kRemoteOperationError;
 }
 
-std::optional<std::vector<ByteSpan>> QueuePair::resolve_local(const std::vector<Sge>& sges, std::uint32_t needed,
+std::optional<std::vector<ByteSpan>> QueuePair::resolve_local(const std::vector<Sge>& sges,
+                                                              std::uint32_t needed,
                                                               std::vector<MemoryRegionRef>* keep) {
   std::vector<ByteSpan> spans;
   spans.reserve(sges.size());

@@ -50,6 +50,7 @@ struct LinkParams {
   proto::RtrType send_rtr = proto::RtrType::kNone;    // initiator: the RTR to send first
   proto::RtrType expect_rtr = proto::RtrType::kNone;  // responder: the RTR to wait for
   std::size_t max_ulpdu = 1442;
+  bool initiator = false;  // this side sent the MPA request
 };
 
 // The runtime's side of an attached stream. Called with the QP lock held; must not block.
@@ -88,6 +89,10 @@ class QueuePair final : public proto::RxDelegate {
   void detach_link_locked();
   bool has_link_locked() const { return link_ != nullptr; }
   void set_max_ulpdu_locked(std::size_t max_ulpdu) { max_ulpdu_ = max_ulpdu; }
+  // Queues one zero-length RDMA Write to STag 1, TO 0 (the RFC 6581 RTR Write), at the next
+  // message boundary. It touches no memory at the peer; runtime::Stream uses it to wake a Linux
+  // siw responder that missed the first FPDUs of a connection (docs/interop.md).
+  void queue_nudge_locked();
 
   // Receive path: bytes from the stream. After a protocol violation the QP queues a Terminate
   // and rx_open_locked() turns false.
@@ -120,7 +125,7 @@ class QueuePair final : public proto::RxDelegate {
     std::uint32_t invalidate_rkey = 0;
     std::vector<Sge> sges;
     std::vector<std::uint8_t> inline_data;
-    std::vector<ByteSpan> spans;  // resolved local memory (read: the sink)
+    std::vector<ByteSpan> spans;       // resolved local memory (read: the sink)
     std::vector<MemoryRegionRef> mrs;  // kept alive while the WR is in flight
     std::uint32_t length = 0;
     std::uint32_t sink_stag = 0;  // RDMA Read: the advertised sink
@@ -139,8 +144,10 @@ class QueuePair final : public proto::RxDelegate {
   };
 
   // RxDelegate.
-  proto::ScatterResult resolve_write(std::uint32_t stag, std::uint64_t to, std::size_t length) override;
-  proto::ScatterResult resolve_read_response(std::uint32_t stag, std::uint64_t to, std::size_t length) override;
+  proto::ScatterResult resolve_write(std::uint32_t stag, std::uint64_t to,
+                                     std::size_t length) override;
+  proto::ScatterResult resolve_read_response(std::uint32_t stag, std::uint64_t to,
+                                             std::size_t length) override;
   std::optional<wire::TerminateCode> read_response_complete() override;
   proto::ScatterResult resolve_receive(std::uint32_t msn, std::uint32_t mo, std::size_t length,
                                        bool first_segment) override;
@@ -165,7 +172,8 @@ class QueuePair final : public proto::RxDelegate {
   void push_recv(const WorkCompletion& wc, bool solicited);
   // A receive completion that carries only a status (flushes and local errors).
   void fail_recv(std::uint64_t wr_id, WcStatus status);
-  std::optional<std::vector<ByteSpan>> resolve_local(const std::vector<Sge>& sges, std::uint32_t needed,
+  std::optional<std::vector<ByteSpan>> resolve_local(const std::vector<Sge>& sges,
+                                                     std::uint32_t needed,
                                                      std::vector<MemoryRegionRef>* keep);
   Status check_transition(QpState target) const;
 
@@ -186,9 +194,10 @@ class QueuePair final : public proto::RxDelegate {
   std::unique_ptr<proto::RdmapReceiver> receiver_;
   std::unique_ptr<proto::FpduReader> reader_;
   proto::RtrType send_rtr_ = proto::RtrType::kNone;
-  bool awaiting_rtr_ = false;     // responder: no transmission before the peer's RTR
-  bool rtr_read_pending_ = false; // initiator: our zero-length RTR Read awaits its response
+  bool awaiting_rtr_ = false;      // responder: no transmission before the peer's RTR
+  bool rtr_read_pending_ = false;  // initiator: our zero-length RTR Read awaits its response
   bool disconnecting_ = false;
+  bool nudge_pending_ = false;
 
   // Send queue: entries from the oldest not yet completed; sq_next_ indexes the next to send.
   std::deque<SqEntry> sq_;
@@ -217,7 +226,8 @@ class QueuePair final : public proto::RxDelegate {
   bool segmenting_terminate_ = false;
   // Read Request bodies: the batch's iovecs point at them until it is sent, and a batch can
   // hold several Read Requests, so each gets its own slot (a batch has at most kMaxFpdus).
-  std::array<std::array<std::uint8_t, wire::kReadRequestSize>, proto::TxBatch::kMaxFpdus> read_request_bodies_{};
+  std::array<std::array<std::uint8_t, wire::kReadRequestSize>, proto::TxBatch::kMaxFpdus>
+      read_request_bodies_{};
   std::size_t next_read_request_body_ = 0;
   std::vector<ConstByteSpan> gather_;
 

@@ -12,8 +12,12 @@ constexpr int kKindShift = 60;
 constexpr std::uint64_t make_cookie(CookieKind k, std::uint64_t seq = 0) {
   return (static_cast<std::uint64_t>(k) << kKindShift) | seq;
 }
-constexpr CookieKind cookie_kind(std::uint64_t c) { return static_cast<CookieKind>(c >> kKindShift); }
-constexpr std::uint64_t cookie_seq(std::uint64_t c) { return c & ((std::uint64_t{1} << kKindShift) - 1); }
+constexpr CookieKind cookie_kind(std::uint64_t c) {
+  return static_cast<CookieKind>(c >> kKindShift);
+}
+constexpr std::uint64_t cookie_seq(std::uint64_t c) {
+  return c & ((std::uint64_t{1} << kKindShift) - 1);
+}
 
 wire::DdpHeader untagged(wire::RdmapOpcode op, std::uint32_t queue, std::uint32_t msn) {
   wire::DdpHeader h;
@@ -97,6 +101,13 @@ bool QueuePair::next_message(proto::MessageSegmenter::Message& m) {
     return true;
   }
   if (awaiting_rtr_) return false;
+  if (nudge_pending_) {
+    nudge_pending_ = false;
+    m.header = tagged(wire::RdmapOpcode::kRdmaWrite, proto::kRtrStag, 0);
+    m.gather = gather_;
+    m.cookie = make_cookie(CookieKind::kRtr);
+    return true;
+  }
   if (!irq_.empty()) {
     responding_ = std::move(irq_.front());
     irq_.pop_front();
@@ -145,8 +156,9 @@ bool QueuePair::start_sq_entry(SqEntry& e, proto::MessageSegmenter::Message& m) 
     case WrOpcode::kSendWithInvalidate: {
       const bool se = (e.flags & send_flags::kSolicited) != 0;
       const bool inv = e.opcode == WrOpcode::kSendWithInvalidate;
-      const auto op = inv ? (se ? wire::RdmapOpcode::kSendSeInvalidate : wire::RdmapOpcode::kSendInvalidate)
-                          : (se ? wire::RdmapOpcode::kSendSe : wire::RdmapOpcode::kSend);
+      const auto op =
+          inv ? (se ? wire::RdmapOpcode::kSendSeInvalidate : wire::RdmapOpcode::kSendInvalidate)
+              : (se ? wire::RdmapOpcode::kSendSe : wire::RdmapOpcode::kSend);
       m.header = untagged(op, wire::kQueueSend, send_msn_++);
       if (inv) m.header.ulp_reserved = e.invalidate_rkey;
       break;

@@ -200,5 +200,58 @@ TEST(LoopbackEvents, ConnectTimesOutWithoutMpaReply) {
   EXPECT_EQ(ev->status.code(), Errc::kTimedOut) << ev->status.to_string();
 }
 
+// As initiator, uwarp nudges a peer that stays silent after its first messages with one
+// zero-length RDMA Write to STag 1 (docs/interop.md: Linux siw can miss the first FPDUs of a
+// connection until another segment arrives); a peer that answers is never nudged.
+class InitiatorNudge : public ::testing::TestWithParam<bool> {};
+
+TEST_P(InitiatorNudge, OnlyASilentPeerIsNudged) {
+  const bool peer_answers = GetParam();
+  RawListener server;
+  ASSERT_TRUE(server.valid());
+  Context ctx = Context::open().value();
+  EventChannel events = EventChannel::create(ctx).value();
+  ProtectionDomain pd = ctx.alloc_pd().value();
+  CompletionQueue cq = ctx.create_cq(16).value();
+  QueuePair qp = pd.create_qp({.send_cq = &cq, .recv_cq = &cq}).value();
+  std::vector<std::uint8_t> buf(64, 5);
+  MemoryRegion mr = pd.reg_mr(buf.data(), buf.size(), access::kLocalWrite).value();
+  auto conn = events.connect("127.0.0.1", server.port(), qp);
+  ASSERT_TRUE(conn);
+  RawPeer peer = server.accept(5000);
+  ASSERT_TRUE(peer.valid());
+  ASSERT_TRUE(peer.read_mpa(wire::MpaFrameKind::kRequest));
+  ASSERT_TRUE(peer.send_mpa_reply({}));
+  ASSERT_TRUE(wait_event(events, CmEventType::kEstablished));
+  Sge s = mr.sge(0, 16);
+  ASSERT_TRUE(qp.post_send({.wr_id = 1, .opcode = WrOpcode::kSend, .sg_list = {&s, 1}}));
+  auto first = peer.read_fpdu(5000);
+  ASSERT_TRUE(first && first->header);
+  EXPECT_EQ(first->header->opcode, static_cast<std::uint8_t>(wire::RdmapOpcode::kSend));
+  if (peer_answers) {
+    // Any segment from the peer shows it is alive (here: a zero-length Write of its own).
+    ASSERT_TRUE(peer.send_fpdu(RawPeer::tagged_header(wire::RdmapOpcode::kRdmaWrite, 1, 0), {}));
+    ReadStatus st = ReadStatus::kOk;
+    EXPECT_FALSE(peer.read_fpdu(1000, &st)) << "an answering peer must not be nudged";
+    EXPECT_EQ(st, ReadStatus::kTimeout);
+    return;
+  }
+  auto nudge = peer.read_fpdu(3000);
+  ASSERT_TRUE(nudge && nudge->header) << "a silent peer is nudged";
+  EXPECT_TRUE(nudge->header->tagged);
+  EXPECT_EQ(nudge->header->opcode, static_cast<std::uint8_t>(wire::RdmapOpcode::kRdmaWrite));
+  EXPECT_EQ(nudge->header->stag, 1u);
+  EXPECT_EQ(nudge->header->tagged_offset, 0u);
+  EXPECT_TRUE(nudge->payload.empty());
+  ReadStatus st = ReadStatus::kOk;
+  EXPECT_FALSE(peer.read_fpdu(1000, &st)) << "the nudge is sent once";
+  EXPECT_EQ(st, ReadStatus::kTimeout);
+}
+
+INSTANTIATE_TEST_SUITE_P(Peers, InitiatorNudge, ::testing::Values(false, true),
+                         [](const auto& test_info) {
+                           return test_info.param ? "answering" : "silent";
+                         });
+
 }  // namespace
 }  // namespace uwarp::testing
