@@ -2,7 +2,8 @@
 // Shared by the public API and every internal layer; never throws.
 #pragma once
 
-#include <cassert>
+#include <cstdio>
+#include <cstdlib>
 #include <type_traits>
 #include <utility>
 #include <variant>
@@ -25,27 +26,35 @@ class [[nodiscard]] Expected {
   bool has_value() const { return v_.index() == 0; }
   explicit operator bool() const { return has_value(); }
   T& value() & {
-    assert(has_value());
-    return std::get<0>(v_);
+    require(has_value());
+    return *std::get_if<0>(&v_);
   }
   const T& value() const& {
-    assert(has_value());
-    return std::get<0>(v_);
+    require(has_value());
+    return *std::get_if<0>(&v_);
   }
   T&& value() && {
-    assert(has_value());
-    return std::get<0>(std::move(v_));
+    require(has_value());
+    return std::move(*std::get_if<0>(&v_));
   }
   T* operator->() { return &value(); }
   const T* operator->() const { return &value(); }
   T& operator*() & { return value(); }
   const T& operator*() const& { return value(); }
   const E& error() const {
-    assert(!has_value());
-    return std::get<1>(v_);
+    require(!has_value());
+    return *std::get_if<1>(&v_);
   }
 
  private:
+  // Reading the wrong alternative is a programming error: stop at once, in every build (no
+  // exception is thrown, as nothing in uwarp throws).
+  static void require(bool ok) {
+    if (!ok) {
+      std::fputs("uwarp: Expected accessed for the alternative it does not hold\n", stderr);
+      std::abort();
+    }
+  }
   std::variant<T, E> v_;
 };
 
