@@ -1,0 +1,464 @@
+/* rdmacm_test: an application written against the public rdma-core headers only, linked
+ * (BIND_NOW) against Debian's librdmacm.so.1 and libibverbs.so.1 and run with uwarp's drop-in
+ * libraries first on LD_LIBRARY_PATH (uwarp-run). It checks the rdma_cm semantics that programs
+ * rely on, in one process with both ends of each connection:
+ *   - devices, event strings, rdma_getaddrinfo, options, rdma_init_qp_attr;
+ *   - event channels: a real fd, readable while events wait, EAGAIN under O_NONBLOCK;
+ *   - RDMA_PS_UDP and RDMA_PS_IB refused with EPROTONOSUPPORT;
+ *   - ADDR_RESOLVED then ROUTE_RESOLVED with id->verbs, id->pd, port_num and both addresses set;
+ *   - CONNECT_REQUEST on a new id (verbs, PD, addresses, private data, the peer's IRD/ORD);
+ *   - rdma_reject with private data (REJECTED on the active side), a refused connection;
+ *   - rdma_accept with private data (ESTABLISHED on both sides, the active side gets the data),
+ *     a Send over the connection, ports and addresses of both ids;
+ *   - rdma_disconnect: the posted receive is flushed, the armed completion channel fires, and
+ *     DISCONNECTED reaches both sides;
+ *   - the synchronous mode: rdma_create_ep, rdma_get_request, blocking connect/accept.
+ * Over 127.0.0.1 and ::1. Exit status 0 if every check passed; each failure prints the file
+ * line and the expression. */
+#define _GNU_SOURCE
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <infiniband/verbs.h>
+#include <poll.h>
+#include <pthread.h>
+#include <rdma/rdma_cma.h>
+#include <rdma/rdma_verbs.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static int failures;
+static int checks;
+
+#define CHECK(cond)                                                            \
+  do {                                                                         \
+    ++checks;                                                                  \
+    if (!(cond)) {                                                             \
+      ++failures;                                                              \
+      fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, #cond); \
+    }                                                                          \
+  } while (0)
+
+/* A call that returns -1 and sets errno. */
+#define CHECK_ERRNO(expr, want)                                                                 \
+  do {                                                                                          \
+    errno = 0;                                                                                  \
+    int got_ = (expr);                                                                          \
+    int err_ = errno;                                                                           \
+    ++checks;                                                                                   \
+    if (got_ != -1 || err_ != (want)) {                                                         \
+      ++failures;                                                                               \
+      fprintf(stderr, "%s:%d: %s returned %d, errno %d (%s), expected -1 with errno %d (%s)\n", \
+              __FILE__, __LINE__, #expr, got_, err_, strerror(err_), (want), strerror(want));   \
+    }                                                                                           \
+  } while (0)
+
+static int readable(int fd, int timeout_ms) {
+  struct pollfd p = {.fd = fd, .events = POLLIN};
+  return poll(&p, 1, timeout_ms) == 1 && (p.revents & POLLIN);
+}
+
+/* The next event of `ch` within 5 s, or NULL. */
+static struct rdma_cm_event* next_event(struct rdma_event_channel* ch) {
+  struct rdma_cm_event* e = NULL;
+  if (!readable(ch->fd, 5000)) return NULL;
+  if (rdma_get_cm_event(ch, &e) != 0) return NULL;
+  return e;
+}
+
+/* Waits for an event of type `type`; returns it (to be acknowledged) or NULL. */
+static struct rdma_cm_event* expect_event(struct rdma_event_channel* ch,
+                                          enum rdma_cm_event_type type, int line) {
+  struct rdma_cm_event* e = next_event(ch);
+  ++checks;
+  if (e == NULL || e->event != type) {
+    ++failures;
+    fprintf(stderr, "%s:%d: expected %s, got %s (status %d)\n", __FILE__, line,
+            rdma_event_str(type), e ? rdma_event_str(e->event) : "no event", e ? e->status : 0);
+    if (e != NULL) rdma_ack_cm_event(e);
+    return NULL;
+  }
+  return e;
+}
+#define EXPECT_EVENT(ch, type) expect_event((ch), (type), __LINE__)
+
+static int make_addr(const char* host, uint16_t port, struct sockaddr_storage* out) {
+  memset(out, 0, sizeof *out);
+  struct sockaddr_in* a4 = (struct sockaddr_in*)out;
+  struct sockaddr_in6* a6 = (struct sockaddr_in6*)out;
+  if (inet_pton(AF_INET, host, &a4->sin_addr) == 1) {
+    a4->sin_family = AF_INET;
+    a4->sin_port = htons(port);
+    return 0;
+  }
+  if (inet_pton(AF_INET6, host, &a6->sin6_addr) == 1) {
+    a6->sin6_family = AF_INET6;
+    a6->sin6_port = htons(port);
+    return 0;
+  }
+  return -1;
+}
+
+static int same_host(const struct sockaddr* a, const struct sockaddr* b) {
+  if (a->sa_family != b->sa_family) return 0;
+  if (a->sa_family == AF_INET) {
+    return ((const struct sockaddr_in*)a)->sin_addr.s_addr ==
+           ((const struct sockaddr_in*)b)->sin_addr.s_addr;
+  }
+  return memcmp(&((const struct sockaddr_in6*)a)->sin6_addr,
+                &((const struct sockaddr_in6*)b)->sin6_addr, sizeof(struct in6_addr)) == 0;
+}
+
+static void test_basics(void) {
+  int n = -1;
+  struct ibv_context** devs = rdma_get_devices(&n);
+  CHECK(devs != NULL && n == 1);
+  if (devs != NULL) {
+    CHECK(devs[0] != NULL && devs[1] == NULL);
+    if (devs[0] != NULL) CHECK(devs[0]->device->transport_type == IBV_TRANSPORT_IWARP);
+    rdma_free_devices(devs);
+  }
+  CHECK(strcmp(rdma_event_str(RDMA_CM_EVENT_ESTABLISHED), "RDMA_CM_EVENT_ESTABLISHED") == 0);
+  CHECK(strcmp(rdma_event_str((enum rdma_cm_event_type)99), "UNKNOWN EVENT") == 0);
+
+  struct rdma_event_channel* ch = rdma_create_event_channel();
+  CHECK(ch != NULL && ch->fd >= 0);
+  if (ch == NULL) return;
+  /* Nothing waits: not readable; O_NONBLOCK gives EAGAIN. */
+  CHECK(!readable(ch->fd, 0));
+  fcntl(ch->fd, F_SETFL, fcntl(ch->fd, F_GETFL) | O_NONBLOCK);
+  struct rdma_cm_event* e = NULL;
+  CHECK_ERRNO(rdma_get_cm_event(ch, &e), EAGAIN);
+
+  struct rdma_cm_id* id = NULL;
+  CHECK_ERRNO(rdma_create_id(ch, &id, NULL, RDMA_PS_UDP), EPROTONOSUPPORT);
+  CHECK_ERRNO(rdma_create_id(ch, &id, NULL, RDMA_PS_IB), EPROTONOSUPPORT);
+  CHECK(rdma_create_id(ch, &id, NULL, RDMA_PS_TCP) == 0);
+  if (id != NULL) {
+    uint8_t tos = 32;
+    CHECK(rdma_set_option(id, RDMA_OPTION_ID, RDMA_OPTION_ID_TOS, &tos, sizeof tos) == 0);
+    uint8_t timeout = 14;
+    CHECK(rdma_set_option(id, RDMA_OPTION_ID, RDMA_OPTION_ID_ACK_TIMEOUT, &timeout,
+                          sizeof timeout) == 0);
+    /* Resolving makes the id usable for QP attributes. */
+    struct sockaddr_storage dst;
+    make_addr("127.0.0.1", 9, &dst);
+    CHECK(rdma_resolve_addr(id, NULL, (struct sockaddr*)&dst, 2000) == 0);
+    struct ibv_qp_attr qa = {.qp_state = IBV_QPS_INIT};
+    int mask = 0;
+    CHECK(rdma_init_qp_attr(id, &qa, &mask) == 0);
+    CHECK((mask & IBV_QP_STATE) && (mask & IBV_QP_ACCESS_FLAGS) && (mask & IBV_QP_PORT));
+    CHECK(qa.port_num == 1);
+    CHECK(readable(ch->fd, 1000));
+    CHECK(rdma_destroy_id(id) == 0); /* with ADDR_RESOLVED undelivered: no hang */
+    CHECK(!readable(ch->fd, 0));
+  }
+  rdma_destroy_event_channel(ch);
+
+  struct rdma_addrinfo hints = {.ai_flags = RAI_PASSIVE, .ai_port_space = RDMA_PS_TCP};
+  struct rdma_addrinfo* res = NULL;
+  CHECK(rdma_getaddrinfo("127.0.0.1", "7471", &hints, &res) == 0);
+  if (res != NULL) {
+    CHECK(res->ai_src_addr != NULL && res->ai_src_addr->sa_family == AF_INET);
+    CHECK(ntohs(((struct sockaddr_in*)res->ai_src_addr)->sin_port) == 7471);
+    CHECK(res->ai_port_space == RDMA_PS_TCP && res->ai_qp_type == IBV_QPT_RC);
+    rdma_freeaddrinfo(res);
+  }
+  res = NULL;
+  struct rdma_addrinfo active = {.ai_port_space = RDMA_PS_TCP};
+  CHECK(rdma_getaddrinfo("::1", "7471", &active, &res) == 0);
+  if (res != NULL) {
+    CHECK(res->ai_dst_addr != NULL && res->ai_dst_addr->sa_family == AF_INET6);
+    CHECK(!(res->ai_flags & RAI_PASSIVE));
+    rdma_freeaddrinfo(res);
+  }
+}
+
+struct side {
+  struct rdma_event_channel* ch;
+  struct rdma_cm_id* id;
+  struct ibv_mr* mr;
+  char buf[64];
+};
+
+static int post_recv(struct side* s) {
+  struct ibv_sge sge = {(uintptr_t)s->buf, sizeof s->buf, s->mr->lkey};
+  struct ibv_recv_wr wr = {.wr_id = 1, .sg_list = &sge, .num_sge = 1};
+  struct ibv_recv_wr* bad = NULL;
+  return ibv_post_recv(s->id->qp, &wr, &bad);
+}
+
+static struct ibv_qp_init_attr qp_attr(void) {
+  struct ibv_qp_init_attr a;
+  memset(&a, 0, sizeof a);
+  a.cap.max_send_wr = 8;
+  a.cap.max_recv_wr = 8;
+  a.cap.max_send_sge = 1;
+  a.cap.max_recv_sge = 1;
+  a.qp_type = IBV_QPT_RC;
+  return a;
+}
+
+/* An active id resolved to host:port (events checked). */
+static struct rdma_cm_id* resolved_id(struct rdma_event_channel* ch, const char* host,
+                                      uint16_t port) {
+  struct rdma_cm_id* id = NULL;
+  if (rdma_create_id(ch, &id, NULL, RDMA_PS_TCP) != 0) return NULL;
+  struct sockaddr_storage dst;
+  make_addr(host, port, &dst);
+  CHECK(rdma_resolve_addr(id, NULL, (struct sockaddr*)&dst, 2000) == 0);
+  struct rdma_cm_event* e = EXPECT_EVENT(ch, RDMA_CM_EVENT_ADDR_RESOLVED);
+  if (e != NULL) {
+    /* Set before the event is delivered. */
+    CHECK(e->id == id);
+    CHECK(id->verbs != NULL && id->pd != NULL && id->port_num == 1);
+    CHECK(id->route.addr.src_addr.sa_family == dst.ss_family);
+    CHECK(id->route.addr.dst_addr.sa_family == dst.ss_family);
+    CHECK(rdma_get_dst_port(id) == htons(port));
+    rdma_ack_cm_event(e);
+  }
+  CHECK(rdma_resolve_route(id, 2000) == 0);
+  e = EXPECT_EVENT(ch, RDMA_CM_EVENT_ROUTE_RESOLVED);
+  if (e != NULL) rdma_ack_cm_event(e);
+  return id;
+}
+
+static void test_connection(const char* host) {
+  fprintf(stderr, "rdmacm_test: connections over %s\n", host);
+  struct rdma_event_channel* sch = rdma_create_event_channel();
+  struct rdma_event_channel* cch = rdma_create_event_channel();
+  CHECK(sch != NULL && cch != NULL);
+  if (sch == NULL || cch == NULL) return;
+
+  /* The listener, on an ephemeral port. */
+  struct rdma_cm_id* listen_id = NULL;
+  CHECK(rdma_create_id(sch, &listen_id, (void*)0x1234, RDMA_PS_TCP) == 0);
+  struct sockaddr_storage any;
+  make_addr(host, 0, &any);
+  CHECK(rdma_bind_addr(listen_id, (struct sockaddr*)&any) == 0);
+  CHECK(rdma_listen(listen_id, 8) == 0);
+  const uint16_t port = ntohs(rdma_get_src_port(listen_id));
+  CHECK(port != 0);
+
+  /* 1. Rejected, with private data both ways. */
+  struct rdma_cm_id* rid = resolved_id(cch, host, port);
+  if (rid == NULL) return;
+  struct ibv_qp_init_attr a = qp_attr();
+  CHECK(rdma_create_qp(rid, NULL, &a) == 0);
+  struct rdma_conn_param cp;
+  memset(&cp, 0, sizeof cp);
+  cp.private_data = "knock";
+  cp.private_data_len = 6;
+  cp.responder_resources = 1;
+  cp.initiator_depth = 1;
+  CHECK(rdma_connect(rid, &cp) == 0);
+  struct rdma_cm_event* e = EXPECT_EVENT(sch, RDMA_CM_EVENT_CONNECT_REQUEST);
+  if (e != NULL) {
+    CHECK(e->listen_id == listen_id && e->id != listen_id);
+    CHECK(e->id->context == (void*)0x1234);
+    CHECK(e->param.conn.private_data_len >= 6 &&
+          memcmp(e->param.conn.private_data, "knock", 6) == 0);
+    CHECK(rdma_reject(e->id, "go away", 8) == 0);
+    struct rdma_cm_id* child = e->id;
+    rdma_ack_cm_event(e);
+    CHECK(rdma_destroy_id(child) == 0);
+  }
+  e = EXPECT_EVENT(cch, RDMA_CM_EVENT_REJECTED);
+  if (e != NULL) {
+    CHECK(e->id == rid && e->status != 0);
+    CHECK(e->param.conn.private_data_len >= 8 &&
+          memcmp(e->param.conn.private_data, "go away", 8) == 0);
+    rdma_ack_cm_event(e);
+  }
+  rdma_destroy_qp(rid);
+  CHECK(rdma_destroy_id(rid) == 0);
+
+  /* 2. Accepted; a Send; disconnected. The client's CQs are created by rdma_create_qp. */
+  struct side c = {.ch = cch};
+  struct side s = {.ch = sch};
+  c.id = resolved_id(cch, host, port);
+  if (c.id == NULL) return;
+  a = qp_attr();
+  CHECK(rdma_create_qp(c.id, NULL, &a) == 0);
+  CHECK(c.id->qp != NULL && c.id->send_cq != NULL && c.id->recv_cq != NULL &&
+        c.id->recv_cq_channel != NULL);
+  c.mr = ibv_reg_mr(c.id->pd, c.buf, sizeof c.buf, IBV_ACCESS_LOCAL_WRITE);
+  CHECK(c.mr != NULL && post_recv(&c) == 0);
+  memset(&cp, 0, sizeof cp);
+  cp.private_data = "hello";
+  cp.private_data_len = 6;
+  cp.responder_resources = 3; /* this side's IRD */
+  cp.initiator_depth = 2;     /* this side's ORD */
+  CHECK(rdma_connect(c.id, &cp) == 0);
+
+  e = EXPECT_EVENT(sch, RDMA_CM_EVENT_CONNECT_REQUEST);
+  if (e == NULL) return;
+  s.id = e->id;
+  CHECK(s.id->verbs != NULL && s.id->pd != NULL && s.id->port_num == 1);
+  CHECK(e->param.conn.private_data_len >= 6 && memcmp(e->param.conn.private_data, "hello", 6) == 0);
+  /* The peer's IRD bounds this side's ORD and the other way round. */
+  CHECK(e->param.conn.initiator_depth == 3 && e->param.conn.responder_resources == 2);
+  CHECK(same_host(rdma_get_local_addr(s.id), rdma_get_peer_addr(c.id)));
+  CHECK(rdma_get_src_port(s.id) == htons(port));
+  CHECK(rdma_get_dst_port(s.id) == rdma_get_src_port(c.id));
+  rdma_ack_cm_event(e);
+  struct ibv_cq* scq = ibv_create_cq(s.id->verbs, 16, NULL, NULL, 0);
+  CHECK(scq != NULL);
+  a = qp_attr();
+  a.send_cq = scq;
+  a.recv_cq = scq;
+  CHECK(rdma_create_qp(s.id, NULL, &a) == 0);
+  s.mr = ibv_reg_mr(s.id->pd, s.buf, sizeof s.buf, IBV_ACCESS_LOCAL_WRITE);
+  CHECK(s.mr != NULL && post_recv(&s) == 0);
+  memset(&cp, 0, sizeof cp);
+  cp.private_data = "welcome";
+  cp.private_data_len = 8;
+  CHECK(rdma_accept(s.id, &cp) == 0);
+  e = EXPECT_EVENT(sch, RDMA_CM_EVENT_ESTABLISHED);
+  if (e != NULL) {
+    CHECK(e->id == s.id);
+    rdma_ack_cm_event(e);
+  }
+  e = EXPECT_EVENT(cch, RDMA_CM_EVENT_ESTABLISHED);
+  if (e != NULL) {
+    CHECK(e->id == c.id);
+    CHECK(e->param.conn.private_data_len >= 8 &&
+          memcmp(e->param.conn.private_data, "welcome", 8) == 0);
+    rdma_ack_cm_event(e);
+  }
+  CHECK(same_host(rdma_get_local_addr(c.id), rdma_get_peer_addr(s.id)));
+
+  /* A Send from the client reaches the server's posted receive (rdma_verbs.h helpers). */
+  strcpy(c.buf, "ping");
+  CHECK(rdma_post_send(c.id, NULL, c.buf, 5, c.mr, IBV_SEND_SIGNALED) == 0);
+  struct ibv_wc wc;
+  CHECK(rdma_get_send_comp(c.id, &wc) == 1 && wc.status == IBV_WC_SUCCESS);
+  int got = 0;
+  for (int i = 0; i < 5000000 && got == 0; ++i) got = ibv_poll_cq(scq, 1, &wc);
+  CHECK(got == 1 && wc.status == IBV_WC_SUCCESS && wc.opcode == IBV_WC_RECV && wc.byte_len == 5);
+  CHECK(strcmp(s.buf, "ping") == 0);
+
+  /* rdma_disconnect flushes the client's posted receive and fires its armed channel. */
+  CHECK(ibv_req_notify_cq(c.id->recv_cq, 0) == 0);
+  CHECK(rdma_disconnect(c.id) == 0);
+  CHECK(readable(c.id->recv_cq_channel->fd, 5000));
+  struct ibv_cq* ev_cq = NULL;
+  void* ev_ctx = NULL;
+  CHECK(ibv_get_cq_event(c.id->recv_cq_channel, &ev_cq, &ev_ctx) == 0 && ev_cq == c.id->recv_cq);
+  ibv_ack_cq_events(c.id->recv_cq, 1);
+  CHECK(ibv_poll_cq(c.id->recv_cq, 1, &wc) == 1 && wc.status == IBV_WC_WR_FLUSH_ERR);
+  e = EXPECT_EVENT(sch, RDMA_CM_EVENT_DISCONNECTED);
+  if (e != NULL) {
+    CHECK(e->id == s.id);
+    rdma_ack_cm_event(e);
+  }
+  CHECK(rdma_disconnect(s.id) == 0);
+  e = EXPECT_EVENT(cch, RDMA_CM_EVENT_DISCONNECTED);
+  if (e != NULL) {
+    CHECK(e->id == c.id);
+    rdma_ack_cm_event(e);
+  }
+  rdma_destroy_qp(s.id);
+  ibv_dereg_mr(s.mr);
+  ibv_destroy_cq(scq);
+  CHECK(rdma_destroy_id(s.id) == 0);
+  rdma_destroy_qp(c.id);
+  ibv_dereg_mr(c.mr);
+  CHECK(rdma_destroy_id(c.id) == 0);
+  CHECK(rdma_destroy_id(listen_id) == 0);
+
+  /* 3. Nobody listens any more: the connection is refused. */
+  rid = resolved_id(cch, host, port);
+  if (rid != NULL) {
+    a = qp_attr();
+    CHECK(rdma_create_qp(rid, NULL, &a) == 0);
+    CHECK(rdma_connect(rid, NULL) == 0);
+    e = next_event(cch);
+    CHECK(e != NULL &&
+          (e->event == RDMA_CM_EVENT_REJECTED || e->event == RDMA_CM_EVENT_CONNECT_ERROR ||
+           e->event == RDMA_CM_EVENT_UNREACHABLE));
+    if (e != NULL) {
+      CHECK(e->status < 0);
+      rdma_ack_cm_event(e);
+    }
+    rdma_destroy_qp(rid);
+    CHECK(rdma_destroy_id(rid) == 0);
+  }
+  rdma_destroy_event_channel(cch);
+  rdma_destroy_event_channel(sch);
+}
+
+/* The synchronous mode (NULL channel) of rdma_server / rdma_client. */
+struct sync_args {
+  const char* host;
+  const char* port;
+  int result;
+};
+
+static void* sync_client(void* p) {
+  struct sync_args* args = p;
+  struct rdma_addrinfo hints = {.ai_port_space = RDMA_PS_TCP};
+  struct rdma_addrinfo* res = NULL;
+  args->result = -1;
+  if (rdma_getaddrinfo(args->host, args->port, &hints, &res) != 0) return NULL;
+  struct ibv_qp_init_attr a = qp_attr();
+  struct rdma_cm_id* id = NULL;
+  int ok = rdma_create_ep(&id, res, NULL, &a) == 0;
+  rdma_freeaddrinfo(res);
+  if (!ok) return NULL;
+  ok = id->qp != NULL;
+  struct rdma_conn_param cp = {.private_data = "sync", .private_data_len = 5};
+  if (ok && rdma_connect(id, &cp) == 0) { /* blocks until ESTABLISHED */
+    ok = id->event != NULL && id->event->event == RDMA_CM_EVENT_ESTABLISHED;
+    if (rdma_disconnect(id) != 0) ok = 0; /* blocks until DISCONNECTED */
+    args->result = ok ? 0 : -1;
+  }
+  rdma_destroy_ep(id);
+  return NULL;
+}
+
+static void test_sync(const char* host) {
+  fprintf(stderr, "rdmacm_test: synchronous ids over %s\n", host);
+  struct rdma_addrinfo hints = {.ai_flags = RAI_PASSIVE, .ai_port_space = RDMA_PS_TCP};
+  struct rdma_addrinfo* res = NULL;
+  char port[8];
+  snprintf(port, sizeof port, "%d", 20000 + (int)(getpid() % 10000));
+  CHECK(rdma_getaddrinfo(host, port, &hints, &res) == 0);
+  if (res == NULL) return;
+  struct ibv_qp_init_attr a = qp_attr();
+  struct rdma_cm_id* listen_id = NULL;
+  CHECK(rdma_create_ep(&listen_id, res, NULL, &a) == 0);
+  rdma_freeaddrinfo(res);
+  if (listen_id == NULL) return;
+  CHECK(rdma_listen(listen_id, 2) == 0);
+  struct sync_args args = {.host = host, .port = port};
+  pthread_t t;
+  pthread_create(&t, NULL, sync_client, &args);
+  struct rdma_cm_id* id = NULL;
+  CHECK(rdma_get_request(listen_id, &id) == 0); /* blocks until CONNECT_REQUEST */
+  if (id != NULL) {
+    CHECK(id->qp != NULL);
+    CHECK(id->event != NULL && id->event->event == RDMA_CM_EVENT_CONNECT_REQUEST);
+    CHECK(id->event->param.conn.private_data_len >= 5 &&
+          memcmp(id->event->param.conn.private_data, "sync", 5) == 0);
+    CHECK(rdma_accept(id, NULL) == 0); /* blocks until ESTABLISHED */
+    CHECK(rdma_disconnect(id) == 0);
+    rdma_destroy_ep(id);
+  }
+  pthread_join(t, NULL);
+  CHECK(args.result == 0);
+  rdma_destroy_ep(listen_id);
+}
+
+int main(void) {
+  test_basics();
+  test_connection("127.0.0.1");
+  test_connection("::1");
+  test_sync("127.0.0.1");
+  test_sync("::1");
+  printf("rdmacm_test: %d checks, %d failed\n", checks, failures);
+  return failures == 0 ? 0 : 1;
+}
