@@ -432,8 +432,8 @@ int rdma_connect(rdma_cm_id* id, rdma_conn_param* conn_param) {
       s->initiator_depth = ord;
       s->responder_resources = ird;
       s->phase = IdPhase::kConnecting;
-      sockaddr_storage local{};
-      if (parse_endpoint(c->local_address(), &local)) id->route.addr.src_storage = local;
+      // The source port is known once the connection is established (the dispatcher sets the
+      // addresses then; the core writes them on its own thread until then).
       register_locked(s);
     }
     s->connect_data.clear();

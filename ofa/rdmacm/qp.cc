@@ -45,25 +45,22 @@ void destroy_cqs(rdma_cm_id* id) {
   }
 }
 
+// One CQ with its own completion channel, the id as CQ context (rdma-core's ucma_create_cqs).
+bool create_cq(rdma_cm_id* id, std::uint32_t size, ibv_comp_channel** channel, ibv_cq** cq) {
+  *channel = ibv_create_comp_channel(id->verbs);
+  if (*channel == nullptr) return false;
+  *cq = ibv_create_cq(id->verbs, static_cast<int>(size), id, *channel, 0);
+  return *cq != nullptr;
+}
+
 int create_cqs(rdma_cm_id* id, std::uint32_t send_size, std::uint32_t recv_size) {
-  if (recv_size != 0) {
-    id->recv_cq_channel = ibv_create_comp_channel(id->verbs);
-    if (id->recv_cq_channel == nullptr) goto err;
-    id->recv_cq = ibv_create_cq(id->verbs, static_cast<int>(recv_size), id, id->recv_cq_channel, 0);
-    if (id->recv_cq == nullptr) goto err;
-  }
-  if (send_size != 0) {
-    id->send_cq_channel = ibv_create_comp_channel(id->verbs);
-    if (id->send_cq_channel == nullptr) goto err;
-    id->send_cq = ibv_create_cq(id->verbs, static_cast<int>(send_size), id, id->send_cq_channel, 0);
-    if (id->send_cq == nullptr) goto err;
-  }
-  return 0;
-err : {
+  const bool ok =
+      (recv_size == 0 || create_cq(id, recv_size, &id->recv_cq_channel, &id->recv_cq)) &&
+      (send_size == 0 || create_cq(id, send_size, &id->send_cq_channel, &id->send_cq));
+  if (ok) return 0;
   const int e = errno;
   destroy_cqs(id);
   return fail(e);
-}
 }
 
 int unsupported_qp_type(int type) {

@@ -630,8 +630,10 @@ int rsocket(int domain, int type, int protocol) {
 }
 
 int rbind(int socket, const sockaddr* addr, socklen_t addrlen) {
-  if (!lookup(socket)) return fail(EBADF);
-  return ::bind(socket, addr, addrlen);
+  return c_boundary(-1, [&]() -> int {
+    if (!lookup(socket)) return fail(EBADF);
+    return ::bind(socket, addr, addrlen);
+  });
 }
 
 int rlisten(int socket, int backlog) {
@@ -903,13 +905,17 @@ int rselect(int nfds, fd_set* readfds, fd_set* writefds, fd_set* exceptfds, time
 }
 
 int rgetpeername(int socket, sockaddr* addr, socklen_t* addrlen) {
-  if (!lookup(socket)) return fail(EBADF);
-  return ::getpeername(socket, addr, addrlen);
+  return c_boundary(-1, [&]() -> int {
+    if (!lookup(socket)) return fail(EBADF);
+    return ::getpeername(socket, addr, addrlen);
+  });
 }
 
 int rgetsockname(int socket, sockaddr* addr, socklen_t* addrlen) {
-  if (!lookup(socket)) return fail(EBADF);
-  return ::getsockname(socket, addr, addrlen);
+  return c_boundary(-1, [&]() -> int {
+    if (!lookup(socket)) return fail(EBADF);
+    return ::getsockname(socket, addr, addrlen);
+  });
 }
 
 int rsetsockopt(int socket, int level, int optname, const void* optval, socklen_t optlen) {

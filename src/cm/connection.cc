@@ -121,7 +121,8 @@ void Connection::on_connect(int err) {
          std::nullopt);
     return;
   }
-  local_ = io::local_address(fd_.get());
+  // local_ was read when the connect started (the kernel binds the address then); it is not
+  // written again, so the application may read it from any thread.
   state_ = State::kAwaitingReply;
   send_frame(initiator_->request());
   arm_handshake_recv();

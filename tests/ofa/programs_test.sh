@@ -12,6 +12,9 @@
 # Exit 0 on success, 1 on a failure, 77 (skipped) when the programs are not installed (or, for
 # netns, when not root or without iproute2).
 #
+# Programs that cannot work on iWARP (udaddy, mckey, ucmatose -P ib, rdma_xserver -c x, perftest
+# -c UD/XRC) must stop by themselves with an exit status below 124 and uwarp's message.
+#
 # perftest with -R has a known race of its own: after the control connection, the server
 # listens again on the same port, and its client may connect before that (REJECTED, "Unexpected
 # CM event"). Only that case is retried (pair_retry); every other failure fails the test.
@@ -19,7 +22,6 @@ set -uo pipefail
 group=$1
 run=$2
 libdir=${3:-}
-[ -n "$libdir" ] && libdir=$(cd "$libdir" && pwd -P)
 
 failed=0
 tmp=$(mktemp -d /tmp/uwarp-programs.XXXXXX)
@@ -438,7 +440,34 @@ unsupported() {
     fail "$name: exit status $rc (expected a clean failure)"
   fi
   expect "$tmp/$name.client" "$message"
-  echo "ok? $name: exit status $rc"
+  echo "done: $name (exit status $rc)"
+}
+
+# unsupported_pair NAME PORT MESSAGE SERVER_ARGS -- CLIENT_ARGS: both sides stop cleanly, the
+# client says why.
+unsupported_pair() {
+  local name=$1 port=$2 message=$3
+  shift 3
+  local sargs=()
+  while [ "$1" != "--" ]; do
+    sargs+=("$1")
+    shift
+  done
+  shift
+  server "$name" 20 "${sargs[@]}"
+  wait_listen "$port" || fail "$name: the server does not listen"
+  client "$name" 20 "$@"
+  local crc=$?
+  wait "$server_pid"
+  local src=$?
+  local rc
+  for rc in $crc $src; do
+    if [ "$rc" -eq 0 ] || { [ "$rc" -ge 124 ] && [ "$rc" -ne 255 ]; }; then
+      fail "$name: exit status $rc (client $crc, server $src; expected clean failures)"
+    fi
+  done
+  expect "$tmp/$name.client" "$message"
+  echo "done: $name (client $crc, server $src)"
 }
 
 group_unsupported() {
@@ -449,6 +478,11 @@ group_unsupported() {
   unsupported mckey_send 'RDMA_PS_UDP \(0x111\) is not supported on iWARP' mckey -m 224.0.0.1 -s
   unsupported mckey_ipoib 'RDMA_PS_IPOIB \(0x2\) is not supported on iWARP' mckey -m 224.0.0.1 -p 0x2
   unsupported mckey_tcp 'UD QPs \(type 4\) are not supported on iWARP' mckey -m 224.0.0.1 -p 0x106
+  if command -v ib_send_bw >/dev/null; then
+    unsupported_pair perftest_ud 21702 'RDMA_PS_UDP \(0x111\) is not supported on iWARP' \
+      ib_send_bw -R -c UD -p 21702 -- ib_send_bw -R -c UD -p 21702 127.0.0.1
+    unsupported perftest_xrc 'XRC does not support RDMA_CM' ib_send_bw -R -c XRC -p 21703
+  fi
 }
 
 group_netns() {
@@ -520,7 +554,8 @@ group_netns() {
 if [ -n "$libdir" ] && command -v rping >/dev/null; then
   loaded=$("$run" sh -c 'LD_TRACE_LOADED_OBJECTS=1 rping' 2>&1)
   for l in librdmacm.so.1 libibverbs.so.1; do
-    if ! grep -q "$l => $libdir/$l" <<<"$loaded"; then
+    path=$(awk -v l="$l" '$1 == l && $2 == "=>" { print $3 }' <<<"$loaded")
+    if [ -z "$path" ] || [ "$(readlink -f "$path")" != "$(readlink -f "$libdir/$l")" ]; then
       echo "FAIL: rping does not load $libdir/$l through $run (is it built?)"
       exit 1
     fi
