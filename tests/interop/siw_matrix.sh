@@ -137,6 +137,10 @@ if [ -x "$run" ] && [ -x /usr/bin/rping ]; then
     "rping -s -a 0.0.0.0 -p PORT -v -C 3" "rping -c -a \$HOST_IP -p PORT -v -C 3"
   passive_cell "siw (p2p, WRITE RTR) rping -c -> uwarp-run rping -s" p2p \
     "rping -s -a 0.0.0.0 -p PORT -v -C 3" "rping -c -a \$HOST_IP -p PORT -v -C 3"
+  # MPA revision 1: siw's own server fails here (rev 1 carries no IRD/ORD, so siw's rping server
+  # gets ORD 0 and cannot Read); uwarp answers rev 1 with its own IRD/ORD.
+  passive_cell "siw (mpa1, MPA revision 1) rping -c -> uwarp-run rping -s" mpa1 \
+    "rping -s -a 0.0.0.0 -p PORT -v -C 3" "rping -c -a \$HOST_IP -p PORT -v -C 3"
   passive_cell "siw (p2p-read, READ RTR) rping -c -> uwarp-run rping -s" p2p-read \
     "rping -s -a 0.0.0.0 -p PORT -v -C 3" "rping -c -a \$HOST_IP -p PORT -v -C 3"
   if [ -x /usr/bin/ib_write_bw ]; then
