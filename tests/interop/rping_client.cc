@@ -4,6 +4,9 @@
 // "go ahead"; Send the sink buffer's description; the server RDMA Writes into it and Sends
 // again; the sink must then equal the source.
 //   rping_client --port P [--host H] [--count N] [--size S] [--crc] [--p2p] [--timeout-ms T]
+//                [--provoke-terminate]
+// --provoke-terminate: after the pings, RDMA Write to an STag the server never registered; the
+// server must answer with a Terminate, which uwarp reports as an async event (checked).
 #include <arpa/inet.h>
 #include <endian.h>
 
@@ -53,6 +56,7 @@ int main(int argc, char** argv) {
   int count = 1;
   std::uint32_t size = 64;
   int timeout_ms = 20000;
+  bool provoke_terminate = false;
   ConnectionParams params;
   params.ird = params.ord = 1;  // what rping asks for
   for (int i = 1; i < argc; ++i) {
@@ -65,6 +69,7 @@ int main(int argc, char** argv) {
     else if (a == "--timeout-ms") timeout_ms = std::atoi(next());
     else if (a == "--crc") params.crc = true;
     else if (a == "--p2p") params.peer_to_peer = true;
+    else if (a == "--provoke-terminate") provoke_terminate = true;
     else {
       std::fprintf(stderr, "rping_client: unknown argument %s\n", a.c_str());
       return 2;
@@ -118,6 +123,25 @@ int main(int argc, char** argv) {
       return 1;
     }
     std::printf("ping data: %s\n", reinterpret_cast<const char*>(sink.data()));
+  }
+  if (provoke_terminate) {
+    SendWr bad{.wr_id = 9, .opcode = WrOpcode::kRdmaWrite, .sg_list = {&send_sge, 1}};
+    bad.rkey = 0x0badbad0;
+    bad.remote_addr = 0x1000;
+    if (!qp.post_send(bad)) return 1;
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+    bool reported = false;
+    while (!reported && std::chrono::steady_clock::now() < deadline) {
+      auto ae = ctx.get_async_event(200);
+      if (ae && ae->detail.find("peer sent Terminate") != std::string::npos) {
+        std::printf("rping_client: %s\n", ae->detail.c_str());
+        reported = true;
+      }
+    }
+    if (!reported || qp.state() != QpState::kError) {
+      std::fprintf(stderr, "rping_client: no Terminate reported for a Write to an unknown STag\n");
+      return 1;
+    }
   }
   conn->disconnect();
   std::printf("rping_client: %d iterations verified\n", count);

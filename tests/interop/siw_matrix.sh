@@ -60,6 +60,7 @@ cell "MPA rev 2, no CRC, 64 B x 3" default "-v -C 3" -- --count 3
 cell "MPA rev 2, uwarp asks for CRC" default "-v -C 3" -- --count 3 --crc
 cell "peer-to-peer, WRITE RTR" default "-v -C 3" -- --count 3 --p2p
 cell "siw asking for CRC (crc flavour), 32 KiB" crc "-v -C 2 -S 32768" -- --count 2 --crc --size 32768
+cell "siw's Terminate for a Write to an unknown STag, reported by uwarp" default "-v -C 2" -- --count 1 --provoke-terminate
 cell "peer-to-peer with CRC, 60000 B (rping maximum is 65535)" crc-p2p "-C 2 -S 60000" -- --count 2 --p2p --crc --size 60000
 
 # ofa_cell NAME SIW_FLAVOUR "GUEST SERVER COMMAND" "HOST CLIENT COMMAND": unmodified programs,
