@@ -30,6 +30,18 @@ std::vector<std::uint8_t> setup_terminate(const wire::TerminateCode& code) {
   return out;
 }
 
+// What the QP's stream needs from the negotiation. The initiator sends the agreed RTR, the
+// responder waits for it.
+verbs::LinkParams link_params(const proto::MpaOutcome& o, bool initiator) {
+  verbs::LinkParams lp;
+  lp.crc = o.crc;
+  lp.ird = o.ird;
+  lp.ord = o.ord;
+  (initiator ? lp.send_rtr : lp.expect_rtr) = o.rtr;
+  lp.initiator = initiator;
+  return lp;
+}
+
 }  // namespace
 
 std::string_view to_string(CmEventType t) {
@@ -186,13 +198,7 @@ void Connection::on_handshake_bytes() {
         return;
       case proto::MpaStep::kDone: {
         outcome_ = initiator_->outcome();
-        verbs::LinkParams lp;
-        lp.crc = outcome_.crc;
-        lp.ird = outcome_.ird;
-        lp.ord = outcome_.ord;
-        lp.send_rtr = outcome_.rtr;
-        lp.initiator = true;
-        start_stream(lp, got.subspan(p.consumed));
+        start_stream(link_params(outcome_, /*initiator=*/true), got.subspan(p.consumed));
         if (state_ == State::kEstablishing) {
           state_ = State::kEstablished;
           emit(CmEventType::kEstablished, Status::ok(), outcome_.peer_private_data);
@@ -248,12 +254,7 @@ Status Connection::accept(verbs::QueuePair& qp, const proto::MpaParams& local) {
     qp_ = &qp;
     send_frame(responder_.accept(local));
     outcome_ = responder_.outcome();
-    verbs::LinkParams lp;
-    lp.crc = outcome_.crc;
-    lp.ird = outcome_.ird;
-    lp.ord = outcome_.ord;
-    lp.expect_rtr = outcome_.rtr;
-    start_stream(lp, {});
+    start_stream(link_params(outcome_, /*initiator=*/false), {});
     if (auto l = listener_.lock()) l->release(this);
     if (state_ == State::kEstablishing && outcome_.rtr == proto::RtrType::kNone) {
       state_ = State::kEstablished;
