@@ -24,17 +24,16 @@ int main(int argc, char** argv) {
   if (o.mode == Mode::kServer) {
     signal(SIGINT, on_signal);
     signal(SIGTERM, on_signal);
-    return run_server(o, g_stop, nullptr);
+    return o.tcp ? run_tcp_server(o, g_stop, nullptr) : run_server(o, g_stop, nullptr);
   }
 
   std::vector<SizeResult> results;
   bool ok = false;
   if (o.mode == Mode::kClient) {
-    ok = run_client(o, results);
-  } else if (o.tcp) {
-    ok = run_tcp_baseline(o, results);
+    ok = o.tcp ? run_tcp_client(o, results) : run_client(o, results);
   } else {
-    // Loopback: a server on 127.0.0.1 in a thread with its own context (its own progress thread).
+    // Loopback: a server on 127.0.0.1 in a thread (uwarp: with its own context, so its own
+    // progress thread).
     Options server = o;
     server.mode = Mode::kLoopback;
     server.addr = "127.0.0.1";
@@ -42,12 +41,14 @@ int main(int argc, char** argv) {
     std::atomic<int> port{-1};
     std::atomic<bool> stop{false};
     std::atomic<int> server_rc{0};
-    std::thread t([&] { server_rc = run_server(server, stop, &port); });
+    std::thread t([&] {
+      server_rc = o.tcp ? run_tcp_server(server, stop, &port) : run_server(server, stop, &port);
+    });
     while (port.load() < 0 && server_rc.load() == 0) std::this_thread::yield();
     Options client = o;
     client.host = "127.0.0.1";
     client.port = static_cast<std::uint16_t>(port.load());
-    ok = port.load() > 0 && run_client(client, results);
+    ok = port.load() > 0 && (o.tcp ? run_tcp_client(client, results) : run_client(client, results));
     stop = true;
     t.join();
   }

@@ -23,13 +23,12 @@ void print_usage() {
   std::fprintf(
       stderr,
       "usage:\n"
-      "  uwarp-perf server [--addr A] [--port P] [--once]\n"
+      "  uwarp-perf server [--addr A] [--port P] [--once] [--tcp]\n"
       "  uwarp-perf client HOST [--port P] --op send|write|read [--size N | --sizes a,b,c]\n"
       "                    [--iters K] [--qps Q] [--depth D] [--crc] [--verify] [--json] "
-      "[--no-progress]\n"
-      "  uwarp-perf loopback [client options] [--tcp]   both ends in this process, over "
-      "127.0.0.1;\n"
-      "                    --tcp: the same sizes over a plain TCP socket pair (the baseline)\n"
+      "[--no-progress] [--tcp]\n"
+      "  uwarp-perf loopback [client options]   both ends in this process, over 127.0.0.1\n"
+      "--tcp: the raw TCP baseline instead of uwarp (same sizes; stream and ping-pong)\n"
       "sizes accept K and M suffixes (4K, 1M).\n");
 }
 
@@ -160,10 +159,6 @@ std::optional<Options> parse_options(int argc, char** argv) {
       print_usage();
       return std::nullopt;
     }
-  }
-  if (o.tcp && o.mode != Mode::kLoopback) {
-    std::fprintf(stderr, "uwarp-perf: --tcp is a loopback mode\n");
-    return std::nullopt;
   }
   for (std::uint32_t s : o.sizes) {
     if (s > (64u << 20)) {

@@ -27,7 +27,7 @@ struct Options {
   bool json = false;
   bool progress = true;
   bool once = false;  // server: exit after one client
-  bool tcp = false;   // loopback: measure plain TCP with the same sizes instead (the baseline)
+  bool tcp = false;   // the raw TCP baseline instead of uwarp
 };
 
 // Parses argv; on error prints usage to stderr and returns nullopt.

@@ -33,9 +33,10 @@ int run_server(const Options& options, std::atomic<bool>& stop, std::atomic<int>
 // Connects and measures every size; false if anything failed.
 bool run_client(const Options& options, std::vector<SizeResult>& results);
 
-// The raw TCP baseline: the same sizes and iteration counts over a plain TCP connection on
-// 127.0.0.1 (a stream of messages for bandwidth, a ping-pong for latency).
-bool run_tcp_baseline(const Options& options, std::vector<SizeResult>& results);
+// The raw TCP baseline (--tcp): the same sizes and iteration counts over a plain TCP connection
+// (a stream of messages for bandwidth, a ping-pong for latency). Same contracts as above.
+int run_tcp_server(const Options& options, std::atomic<bool>& stop, std::atomic<int>* bound_port);
+bool run_tcp_client(const Options& options, std::vector<SizeResult>& results);
 // Iterations per size when --iters is not given (shared with the baseline).
 std::uint32_t default_iters(std::uint32_t size);
 

@@ -1,15 +1,22 @@
-// The raw TCP baseline of uwarp-perf: what a plain TCP connection between two threads of one
-// process does with the same message sizes on 127.0.0.1, so that uwarp's numbers can be read as
-// ratios measured in the same run. Bandwidth: a stream of messages, timed until the receiver
-// has all bytes; latency: a ping-pong of one message each way, reported as half the round trip.
+// The raw TCP baseline of uwarp-perf: what a plain TCP connection between two processes (or,
+// in loopback mode, two threads) does with the same message sizes, so that uwarp's numbers can
+// be read as ratios measured in the same run. Both sockets use TCP_NODELAY, as uwarp's streams.
+//
+// Per size the client sends a request {size, stream messages, ping-pong messages}; then
+// - bandwidth: it streams the messages; the server receives them all and answers one byte; the
+//   time runs from the first byte sent to that answer;
+// - latency: a ping-pong of one message each way, reported as half the round trip.
 #include <arpa/inet.h>
+#include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include <chrono>
 #include <cstdio>
+#include <cstring>
 #include <thread>
 #include <vector>
 
@@ -21,7 +28,14 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-bool send_all(int fd, const std::uint8_t* p, std::size_t n) {
+struct TcpRequest {
+  std::uint32_t size;
+  std::uint32_t stream_iters;
+  std::uint32_t pingpong_iters;
+};
+
+bool send_all(int fd, const void* data, std::size_t n) {
+  const auto* p = static_cast<const std::uint8_t*>(data);
   while (n > 0) {
     const ssize_t k = ::send(fd, p, n, MSG_NOSIGNAL);
     if (k <= 0) return false;
@@ -31,7 +45,8 @@ bool send_all(int fd, const std::uint8_t* p, std::size_t n) {
   return true;
 }
 
-bool recv_all(int fd, std::uint8_t* p, std::size_t n) {
+bool recv_all(int fd, void* data, std::size_t n) {
+  auto* p = static_cast<std::uint8_t*>(data);
   while (n > 0) {
     const ssize_t k = ::recv(fd, p, n, 0);
     if (k <= 0) return false;
@@ -41,85 +56,90 @@ bool recv_all(int fd, std::uint8_t* p, std::size_t n) {
   return true;
 }
 
-// A connected pair of TCP sockets over 127.0.0.1, both with TCP_NODELAY (as uwarp's streams).
-bool socket_pair(int& a, int& b) {
-  const int listener = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t len = sizeof addr;
-  if (listener < 0 || ::bind(listener, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 ||
-      ::listen(listener, 1) != 0 ||
-      ::getsockname(listener, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
-    if (listener >= 0) ::close(listener);
-    return false;
-  }
-  a = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  const bool ok = a >= 0 && ::connect(a, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0 &&
-                  (b = ::accept4(listener, nullptr, nullptr, SOCK_CLOEXEC)) >= 0;
-  ::close(listener);
-  if (!ok) return false;
+void set_nodelay(int fd) {
   const int one = 1;
-  ::setsockopt(a, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-  ::setsockopt(b, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+  ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+}
+
+// One measured size, server side: receive the stream, answer, echo the ping-pongs.
+bool serve_request(int fd, const TcpRequest& req) {
+  std::vector<std::uint8_t> buf(req.size);
+  for (std::uint32_t i = 0; i < req.stream_iters; ++i)
+    if (!recv_all(fd, buf.data(), req.size)) return false;
+  const std::uint8_t done = 1;
+  if (!send_all(fd, &done, 1)) return false;
+  for (std::uint32_t i = 0; i < req.pingpong_iters; ++i)
+    if (!recv_all(fd, buf.data(), req.size) || !send_all(fd, buf.data(), req.size)) return false;
   return true;
 }
 
-bool measure(const Options& o, std::uint32_t size, SizeResult& r) {
+void serve_connection(int fd) {
+  set_nodelay(fd);
+  TcpRequest req;
+  while (recv_all(fd, &req, sizeof req)) {
+    req = {ntohl(req.size), ntohl(req.stream_iters), ntohl(req.pingpong_iters)};
+    if (req.size == 0 || req.size > (64u << 20) || !serve_request(fd, req)) break;
+  }
+  ::close(fd);
+}
+
+int connect_to(const std::string& host, std::uint16_t port) {
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  addrinfo* res = nullptr;
+  if (::getaddrinfo(host.c_str(), std::to_string(port).c_str(), &hints, &res) != 0) return -1;
+  int fd = -1;
+  for (addrinfo* ai = res; ai != nullptr && fd < 0; ai = ai->ai_next) {
+    fd = ::socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC, ai->ai_protocol);
+    if (fd >= 0 && ::connect(fd, ai->ai_addr, ai->ai_addrlen) != 0) {
+      ::close(fd);
+      fd = -1;
+    }
+  }
+  ::freeaddrinfo(res);
+  if (fd >= 0) set_nodelay(fd);
+  return fd;
+}
+
+bool measure(int fd, const Options& o, std::uint32_t size, SizeResult& r) {
   r.tcp = true;
   r.op = o.op;
   r.size = size;
   r.qps = 1;
   r.iters = o.iters != 0 ? o.iters : default_iters(size);
   if (size == 0) return true;  // TCP has no zero-length messages
-  int a = -1;
-  int b = -1;
-  if (!socket_pair(a, b)) {
-    r.error = "cannot connect a TCP pair on 127.0.0.1";
-    return false;
-  }
+  const std::uint32_t pingpongs =
+      static_cast<std::uint32_t>(std::min<std::uint64_t>(r.iters, size <= 65536 ? 1000 : 100));
+  const TcpRequest req{htonl(size), htonl(static_cast<std::uint32_t>(r.iters)), htonl(pingpongs)};
   std::vector<std::uint8_t> src(size), dst(size);
   fill_pattern(src.data(), size, 1);
+  if (!send_all(fd, &req, sizeof req)) {
+    r.error = "TCP request failed";
+    return false;
+  }
 
-  // Bandwidth: one thread streams the messages, this one receives them.
   const auto t0 = Clock::now();
-  bool sent = true;
-  std::thread sender([&] {
-    for (std::uint64_t i = 0; i < r.iters && sent; ++i) sent = send_all(a, src.data(), size);
-  });
-  bool received = true;
-  for (std::uint64_t i = 0; i < r.iters && received; ++i) received = recv_all(b, dst.data(), size);
-  const double secs = std::chrono::duration<double>(Clock::now() - t0).count();
-  sender.join();
-  r.seconds = secs;
-  r.gbps = double(r.iters) * size * 8 / secs / 1e9;
-  r.msg_rate = double(r.iters) / secs;
-  r.verified = o.verify && received && check_pattern(dst.data(), size, 1);
+  bool ok = true;
+  for (std::uint64_t i = 0; i < r.iters && ok; ++i) ok = send_all(fd, src.data(), size);
+  std::uint8_t done = 0;
+  ok = ok && recv_all(fd, &done, 1) && done == 1;
+  r.seconds = std::chrono::duration<double>(Clock::now() - t0).count();
+  r.gbps = double(r.iters) * size * 8 / r.seconds / 1e9;
+  r.msg_rate = double(r.iters) / r.seconds;
 
-  // Latency: ping-pong, half the round trip.
-  const std::uint32_t iters =
-      static_cast<std::uint32_t>(std::min<std::uint64_t>(r.iters, size <= 65536 ? 1000 : 100));
-  bool echoed = true;
-  std::thread echo([&] {
-    std::vector<std::uint8_t> buf(size);
-    for (std::uint32_t i = 0; i < iters && echoed; ++i)
-      echoed = recv_all(b, buf.data(), size) && send_all(b, buf.data(), size);
-  });
   std::vector<double> us;
-  us.reserve(iters);
-  bool ponged = true;
-  for (std::uint32_t i = 0; i < iters && ponged; ++i) {
+  us.reserve(pingpongs);
+  for (std::uint32_t i = 0; i < pingpongs && ok; ++i) {
     const auto s = Clock::now();
-    ponged = send_all(a, src.data(), size) && recv_all(a, dst.data(), size);
+    ok = send_all(fd, src.data(), size) && recv_all(fd, dst.data(), size);
     us.push_back(std::chrono::duration<double, std::micro>(Clock::now() - s).count() / 2);
   }
-  echo.join();
-  ::close(a);
-  ::close(b);
-  r.lat_iters = iters;
+  r.lat_iters = pingpongs;
   r.lat_median_us = percentile(us, 0.5);
   r.lat_p99_us = percentile(us, 0.99);
-  if (!sent || !received || !echoed || !ponged) {
+  r.verified = o.verify && ok && check_pattern(dst.data(), size, 1);  // the last echo
+  if (!ok) {
     r.error = "TCP transfer failed";
     return false;
   }
@@ -132,14 +152,70 @@ bool measure(const Options& o, std::uint32_t size, SizeResult& r) {
 
 }  // namespace
 
-bool run_tcp_baseline(const Options& o, std::vector<SizeResult>& results) {
+int run_tcp_server(const Options& o, std::atomic<bool>& stop, std::atomic<int>* bound_port) {
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  hints.ai_flags = AI_PASSIVE;
+  addrinfo* res = nullptr;
+  if (::getaddrinfo(o.addr.c_str(), std::to_string(o.port).c_str(), &hints, &res) != 0) {
+    std::fprintf(stderr, "uwarp-perf: cannot resolve %s\n", o.addr.c_str());
+    if (bound_port) bound_port->store(0);
+    return 1;
+  }
+  const int listener = ::socket(res->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  const int one = 1;
+  sockaddr_storage bound{};
+  socklen_t len = sizeof bound;
+  const bool listening =
+      listener >= 0 && ::setsockopt(listener, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one) == 0 &&
+      ::bind(listener, res->ai_addr, res->ai_addrlen) == 0 && ::listen(listener, 8) == 0 &&
+      ::getsockname(listener, reinterpret_cast<sockaddr*>(&bound), &len) == 0;
+  ::freeaddrinfo(res);
+  if (!listening) {
+    std::fprintf(stderr, "uwarp-perf: cannot listen on %s port %u: %s\n", o.addr.c_str(), o.port,
+                 std::strerror(errno));
+    if (listener >= 0) ::close(listener);
+    if (bound_port) bound_port->store(0);
+    return 1;
+  }
+  const std::uint16_t port = ntohs(bound.ss_family == AF_INET6
+                                       ? reinterpret_cast<sockaddr_in6*>(&bound)->sin6_port
+                                       : reinterpret_cast<sockaddr_in*>(&bound)->sin_port);
+  if (bound_port) bound_port->store(port);
+  if (o.progress) std::fprintf(stderr, "uwarp-perf: TCP baseline server on port %u\n", port);
+  // One client at a time, as uwarp-perf's measurements are sequential anyway.
+  while (!stop.load()) {
+    pollfd p{listener, POLLIN, 0};
+    if (::poll(&p, 1, 100) <= 0) continue;
+    const int fd = ::accept4(listener, nullptr, nullptr, SOCK_CLOEXEC);
+    if (fd < 0) continue;
+    serve_connection(fd);
+    if (o.once) break;
+  }
+  ::close(listener);
+  return 0;
+}
+
+bool run_tcp_client(const Options& o, std::vector<SizeResult>& results) {
+  const int fd = connect_to(o.host, o.port);
+  if (fd < 0) {
+    SizeResult r;
+    r.tcp = true;
+    r.error = "cannot connect to the TCP baseline server " + o.host + " port " +
+              std::to_string(o.port);
+    results.push_back(r);
+    return false;
+  }
+  bool ok = true;
   for (std::uint32_t size : o.sizes) {
     SizeResult r;
-    const bool ok = measure(o, size, r);
+    ok = measure(fd, o, size, r);
     results.push_back(r);
-    if (!ok) return false;
+    if (!ok) break;
   }
-  return true;
+  ::close(fd);
+  return ok;
 }
 
 }  // namespace uwarp::perf
