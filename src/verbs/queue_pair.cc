@@ -284,7 +284,10 @@ void QueuePair::flush_receive_side() {
 void QueuePair::enter_error(std::optional<WcStatus> first_status, std::uint32_t vendor_err) {
   state_ = QpState::kError;
   // Before any completion tells the application its memory is free again.
-  if (link_ != nullptr) link_->tx_abandon();
+  if (link_ != nullptr) {
+    link_->tx_abandon();
+    link_->rx_quiesce();
+  }
   segmenter_ = proto::MessageSegmenter{};
   bool first = true;
   for (std::size_t i = 0; i < sq_.size(); ++i) {
