@@ -8,12 +8,14 @@
 // engine thread on readiness, or an application thread polling a CQ of the QP (poll_rx, via
 // verbs::CqPollSource), which only try-locks mu_ and so never waits for the engine thread.
 //
-// Hand-off: while an application polls (claims) the stream, a readiness report finds the stream
-// claimed and the engine thread leaves the receiving to the poller: it does not watch again
-// (the backend then stops waking it for this socket) and checks back after kHandoff; once the
-// application has not polled for kHandoff, or arms the CQ, the engine thread receives and
-// watches again. So bytes wait for a receiver at most about kHandoff plus the engine's timer
-// granularity, even if the application stops polling for good.
+// Hand-off: an application that spins on a CQ (polls again within kSpinGap) claims the stream
+// for kHandoff. A readiness report that finds the stream claimed is left to the poller: the
+// engine thread does not watch again (the backend then stops waking it for this socket) and
+// checks back when the claim lapses, then every kRecheck while it is renewed. Once the
+// application has not polled for kHandoff, or arms the CQ (cq_armed: at once), the engine
+// thread receives and watches again. So bytes wait for a receiver at most kHandoff after the
+// application's last poll, or kRecheck after the engine's previous check, even if the
+// application stops polling for good.
 //
 // Locking (docs/threading.md): mu_ guards qp_ and the receive state; I/O callbacks and poll_rx
 // take mu_ and then the QP lock; QpLink calls arrive with the QP lock held and never take mu_.
