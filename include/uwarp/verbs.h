@@ -111,10 +111,16 @@ class CompletionChannel {
 
 class CompletionQueue {
  public:
-  // Moves up to out.size() completions into out; returns how many. Never blocks.
+  // Moves up to out.size() completions into out; returns how many. Never waits for I/O. When
+  // the CQ is empty, the calling thread receives for the QPs that complete on this CQ (busy
+  // polling: non-blocking receive system calls, skipped for a QP another thread is receiving
+  // on) and looks again, so a thread that spins on poll gets its completions without waiting
+  // for the library's progress thread. An application that stops polling needs nothing else:
+  // the progress thread takes over again (docs/threading.md).
   std::size_t poll(std::span<WorkCompletion> out);
   // Arms the CQ for one event on its channel: the next completion, or (solicited_only) the
-  // next Send with Solicited Event or error completion.
+  // next Send with Solicited Event or error completion. Receiving for the CQ's QPs goes back
+  // to the progress thread at once (the caller is about to block).
   Status req_notify(bool solicited_only = false);
   std::uint32_t capacity() const;
 

@@ -94,7 +94,9 @@ runtime::CompletionChannel& runtime_channel(OfaChannel& ch) {
 int poll_cq(ibv_cq* cq, int num_entries, ibv_wc* wc) {
   if (num_entries <= 0) return 0;
   verbs::CompletionQueue& core = detail::Access::impl(*OfaCq::from(cq)->core)->cq;
-  if (core.size() == 0) return 0;
+  // Busy polling, as the native API's CompletionQueue::poll: an empty CQ makes the caller
+  // receive for the QPs that complete on it (docs/threading.md).
+  if (core.size() == 0 && !core.drive_sources()) return 0;
   constexpr int kBatch = 16;
   std::array<WorkCompletion, kBatch> batch;
   int done = 0;

@@ -64,7 +64,13 @@ std::optional<void*> CompletionChannel::get_event(int timeout_ms) {
   return cq->user_context();
 }
 
-std::size_t CompletionQueue::poll(std::span<WorkCompletion> out) { return impl_->cq.poll(out); }
+std::size_t CompletionQueue::poll(std::span<WorkCompletion> out) {
+  // Busy polling: an empty CQ makes the caller receive for the QPs that complete on it, instead
+  // of waiting for the progress thread to wake up (docs/threading.md).
+  const std::size_t n = impl_->cq.poll(out);
+  if (n != 0 || out.empty() || !impl_->cq.drive_sources()) return n;
+  return impl_->cq.poll(out);
+}
 
 Status CompletionQueue::req_notify(bool solicited_only) {
   if (!impl_->channel) return Status(Errc::kInvalidState, "CQ has no completion channel");

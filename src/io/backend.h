@@ -1,15 +1,26 @@
-// The I/O backend interface, shaped around completions (as MsQuic's and Seastar's): the caller
-// starts an operation with its buffer, and later gets the operation's result in a callback. An
-// epoll backend performs the system call when the socket is ready; an io_uring backend can hand
-// the same operations to the kernel, without changing any caller.
+// The I/O backend interface. Two shapes of operation:
 //
-// Threads: attach, recv, send, accept, connect_wait and wake may be called from any thread;
-// detach and run_once only on the loop thread (the thread that calls run_once). Callbacks run on
-// the loop thread, never inside the call that started the operation.
+// - Completions (as MsQuic's and Seastar's): the caller starts an operation with its buffer
+//   (recv, send, accept, connect_wait) and later gets its result in a callback. An epoll backend
+//   performs the system call when the socket is ready; an io_uring backend hands the same
+//   operation to the kernel.
+// - Readiness (watch_readable): the backend only says that a socket may have become readable,
+//   and the handler makes the receive system calls itself, under its own lock. This is what lets
+//   any thread receive on a connected stream (runtime::Stream::poll_rx: an application thread
+//   busy-polling its CQ) while the loop thread remains the fallback. An io_uring backend maps it
+//   to a one-shot IORING_OP_POLL_ADD (POLLIN).
+//
+// Per fd, use either recv or watch_readable, not both at once (the CM's MPA handshake uses
+// recv; the stream that follows uses watch_readable).
+//
+// Threads: attach, recv, send, accept, connect_wait, watch_readable and wake may be called from
+// any thread; detach and run_once only on the loop thread (the thread that calls run_once).
+// Callbacks run on the loop thread, never inside the call that started the operation.
 #pragma once
 
 #include <sys/uio.h>
 
+#include <chrono>
 #include <memory>
 #include <span>
 
@@ -30,6 +41,9 @@ class IoHandler {
   virtual void on_accept(Result<Fd> /*connection*/, const SocketAddress& /*peer*/) {}
   // connect_wait(): the connect finished; 0 or the socket error.
   virtual void on_connect(int /*error*/) {}
+  // watch_readable(): the fd may be readable (data, end of stream or an error). One call per
+  // watch; the watch is then disarmed.
+  virtual void on_readable() {}
 };
 
 class IoBackend {
@@ -43,10 +57,19 @@ class IoBackend {
   // One send at a time per fd; the iovec array and what it points to stay valid until on_send.
   virtual void send(int fd, std::span<const iovec> iov) = 0;
   virtual void accept(int listen_fd) = 0;
+  // Arms a one-shot readiness watch: on_readable is called once, on the loop thread, as soon as
+  // the fd may have become readable since the handler last received until EAGAIN (at once if
+  // that may already be the case). Contract for the handler: after each on_readable (and
+  // whenever it receives itself), receive until EAGAIN or the end of the stream before it
+  // watches again; if it stops earlier (fairness), it passes maybe_readable = true so that the
+  // watch fires again at once. While no watch is armed, the backend may stop listening for the
+  // fd's read readiness at all (no wake-ups for it), until the next watch_readable.
+  virtual void watch_readable(int fd, bool maybe_readable = false) = 0;
   virtual void connect_wait(int fd) = 0;
-  // Waits up to timeout_ms (-1: no limit) for completions and runs their callbacks. Returns
-  // how many sockets had something to do (0: it only waited).
-  virtual std::size_t run_once(int timeout_ms) = 0;
+  // Waits up to `timeout` (negative: no limit; microsecond resolution where the kernel offers
+  // it) for completions and readiness, and runs their callbacks. Returns how many sockets had
+  // something to do (0: it only waited).
+  virtual std::size_t run_once(std::chrono::microseconds timeout) = 0;
   // Makes a blocked run_once return soon.
   virtual void wake() = 0;
 };

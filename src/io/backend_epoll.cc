@@ -1,6 +1,13 @@
 // The epoll implementation of IoBackend: edge-triggered readiness turned into completions. Each
 // fd keeps "may be readable/writable" flags, set by epoll events and cleared by EAGAIN; an armed
 // operation whose flag is set is performed on the loop thread by run_once.
+//
+// Readiness watches (watch_readable): the flag is cleared when on_readable is delivered (the
+// handler then receives until EAGAIN itself), and set again by the next edge. An edge for an
+// fd in watch mode that has no watch armed means another thread is receiving on it (a busy-
+// polling application): the fd's read interest is then removed from the epoll set, so that
+// further packets do not wake the loop thread for nothing, and restored by the next watch. The
+// flag stays set meanwhile, so that watch fires at once.
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <unistd.h>
@@ -37,7 +44,7 @@ class EpollBackend final : public IoBackend {
       s.handler = handler;
     }
     epoll_event ev{};
-    ev.events = EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLET;
+    ev.events = kAllEvents;
     ev.data.fd = fd;
     if (::epoll_ctl(epfd_.get(), EPOLL_CTL_ADD, fd, &ev) != 0) {
       std::lock_guard lock(mu_);
@@ -67,6 +74,15 @@ class EpollBackend final : public IoBackend {
       return s.writable;
     });
   }
+  void watch_readable(int fd, bool maybe_readable) override {
+    arm(fd, [&](FdState& s) {
+      s.watch_mode = true;
+      s.watch_armed = true;
+      if (maybe_readable) s.readable = true;
+      if (!s.read_interest) set_read_interest_locked(fd, s, true);
+      return s.readable;
+    });
+  }
   void accept(int fd) override {
     arm(fd, [&](FdState& s) {
       s.accept_armed = true;
@@ -86,14 +102,14 @@ class EpollBackend final : public IoBackend {
     [[maybe_unused]] ssize_t n = ::write(wake_fd_.get(), &one, sizeof one);
   }
 
-  std::size_t run_once(int timeout_ms) override {
+  std::size_t run_once(std::chrono::microseconds timeout) override {
     loop_thread_.store(std::this_thread::get_id(), std::memory_order_relaxed);
     {
       std::lock_guard lock(mu_);
-      if (!ready_.empty()) timeout_ms = 0;
+      if (!ready_.empty()) timeout = std::chrono::microseconds(0);
     }
     epoll_event events[64];
-    const int n = ::epoll_wait(epfd_.get(), events, 64, timeout_ms);
+    const int n = wait(events, 64, timeout);
     {
       std::lock_guard lock(mu_);
       for (int i = 0; i < n; ++i) {
@@ -106,7 +122,13 @@ class EpollBackend final : public IoBackend {
         auto it = fds_.find(fd);
         if (it == fds_.end()) continue;
         const std::uint32_t e = events[i].events;
-        if (e & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR)) it->second.readable = true;
+        FdState& s = it->second;
+        if (e & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR)) {
+          s.readable = true;
+          if (s.watch_mode && !s.watch_armed && s.read_interest) {
+            set_read_interest_locked(fd, s, false);
+          }
+        }
         if (e & (EPOLLOUT | EPOLLHUP | EPOLLERR)) it->second.writable = true;
         ready_.push_back(fd);
       }
@@ -133,7 +155,34 @@ class EpollBackend final : public IoBackend {
     std::span<const iovec> send_iov;
     bool accept_armed = false;
     bool connect_armed = false;
+    bool watch_mode = false;    // watch_readable was used: read interest may be dropped
+    bool watch_armed = false;
+    bool read_interest = true;  // EPOLLIN | EPOLLRDHUP are in the epoll set
   };
+
+  // epoll_pwait2 (Linux 5.11) for microsecond timeouts, else epoll_wait rounding up to ms.
+  int wait(epoll_event* events, int max, std::chrono::microseconds timeout) {
+    if (timeout.count() >= 0 && pwait2_) {
+      timespec ts{};
+      ts.tv_sec = static_cast<time_t>(timeout.count() / 1000000);
+      ts.tv_nsec = static_cast<long>(timeout.count() % 1000000) * 1000;
+      const int n = ::epoll_pwait2(epfd_.get(), events, max, &ts, nullptr);
+      if (n >= 0 || errno != ENOSYS) return n;
+      pwait2_ = false;
+    }
+    const int ms = timeout.count() < 0 ? -1 : static_cast<int>((timeout.count() + 999) / 1000);
+    return ::epoll_wait(epfd_.get(), events, max, ms);
+  }
+
+  static constexpr std::uint32_t kAllEvents = EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLET;
+
+  // mu_ held.
+  void set_read_interest_locked(int fd, FdState& s, bool on) {
+    epoll_event ev{};
+    ev.events = on ? kAllEvents : (EPOLLOUT | EPOLLET);
+    ev.data.fd = fd;
+    if (::epoll_ctl(epfd_.get(), EPOLL_CTL_MOD, fd, &ev) == 0) s.read_interest = on;
+  }
 
   template <typename F>
   void arm(int fd, F&& f) {
@@ -152,7 +201,7 @@ class EpollBackend final : public IoBackend {
   void perform(int fd) {
     for (int round = 0; round < 4; ++round) {
       IoHandler* h = nullptr;
-      enum { kNone, kConnect, kRecv, kSend, kAccept } op = kNone;
+      enum { kNone, kConnect, kRecv, kReadable, kSend, kAccept } op = kNone;
       long result = 0;
       ByteSpan buf;
       std::span<const iovec> iov;
@@ -168,6 +217,10 @@ class EpollBackend final : public IoBackend {
         } else if (s.recv_armed && s.readable) {
           op = kRecv;
           buf = s.recv_buf;
+        } else if (s.watch_armed && s.readable) {
+          s.watch_armed = false;
+          s.readable = false;  // the handler receives until EAGAIN; the next edge sets it
+          op = kReadable;
         } else if (s.send_armed && s.writable) {
           op = kSend;
           iov = s.send_iov;
@@ -185,6 +238,9 @@ class EpollBackend final : public IoBackend {
           result = recv_some(fd, buf);
           if (!finish(fd, result, &FdState::readable, &FdState::recv_armed)) continue;
           h->on_recv(result);
+          break;
+        case kReadable:
+          h->on_readable();
           break;
         case kSend:
           result = send_iov(fd, iov);
@@ -232,6 +288,7 @@ class EpollBackend final : public IoBackend {
   std::unordered_map<int, FdState> fds_;
   std::vector<int> ready_;
   std::atomic<std::thread::id> loop_thread_{};
+  bool pwait2_ = true;  // loop thread only
 };
 
 }  // namespace

@@ -75,15 +75,16 @@ void Engine::retire(std::shared_ptr<void> object) {
   post([o = std::move(object)]() mutable { o.reset(); });
 }
 
-int Engine::next_timeout_ms() {
+std::chrono::microseconds Engine::next_timeout() {
+  constexpr std::chrono::microseconds kIdle = std::chrono::milliseconds(100);
   std::lock_guard lock(mu_);
-  if (!tasks_.empty()) return 0;
-  if (timer_order_.empty()) return 100;
+  if (!tasks_.empty()) return std::chrono::microseconds(0);
+  if (timer_order_.empty()) return kIdle;
   const auto now = Clock::now();
   const auto first = timer_order_.begin()->first;
-  if (first <= now) return 0;
-  const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(first - now).count() + 1;
-  return static_cast<int>(std::min<long long>(ms, 100));
+  if (first <= now) return std::chrono::microseconds(0);
+  // Rounded up: a timer never runs early.
+  return std::min(std::chrono::ceil<std::chrono::microseconds>(first - now), kIdle);
 }
 
 void Engine::run_timers() {
@@ -109,7 +110,8 @@ void Engine::run() {
   while (!stop_.load(std::memory_order_acquire)) {
     // Spin (poll without sleeping) for a while after the last activity.
     const bool spinning = spin_.count() > 0 && Clock::now() - last_busy < spin_;
-    if (backend_->run_once(spinning ? 0 : next_timeout_ms()) > 0) last_busy = Clock::now();
+    const auto timeout = spinning ? std::chrono::microseconds(0) : next_timeout();
+    if (backend_->run_once(timeout) > 0) last_busy = Clock::now();
     std::vector<std::function<void()>> tasks;
     {
       std::lock_guard lock(mu_);

@@ -49,7 +49,7 @@ class Engine {
 
  private:
   void run();
-  int next_timeout_ms();
+  std::chrono::microseconds next_timeout();
   void run_timers();
 
   std::unique_ptr<io::IoBackend> backend_;

@@ -1,11 +1,27 @@
 #include "runtime/stream.h"
 
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 
 namespace uwarp::runtime {
 namespace {
 constexpr auto kLinger = std::chrono::seconds(3);
+// Receives per call before the thread lets others run (each up to the bounce buffer's size, or
+// a direct-placement round).
+constexpr int kRxRounds = 16;
+
+std::int64_t now_ns(Clock::time_point t) {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(t.time_since_epoch()).count();
+}
+}  // namespace
+
+std::chrono::microseconds Stream::handoff() {
+  static const std::chrono::microseconds value = [] {
+    const char* v = std::getenv("UWARP_POLL_HANDOFF_US");
+    return v != nullptr ? std::chrono::microseconds(std::strtol(v, nullptr, 10)) : kHandoff;
+  }();
+  return value;
 }
 
 std::size_t max_ulpdu_for_mss(std::size_t mss) {
@@ -35,10 +51,18 @@ void Stream::start(const verbs::LinkParams& params, ConstByteSpan early_bytes) {
   p.max_ulpdu = max_ulpdu_for_mss(mss_);
   qp_->attach_link_locked(this, p);
   initiator_ = p.initiator;
+  // Application threads polling the QP's CQs may receive from now on.
+  std::shared_ptr<verbs::CqPollSource> self = shared_from_this();
+  cqs_[0] = qp_->config().send_cq;
+  cqs_[1] = qp_->config().recv_cq != cqs_[0] ? qp_->config().recv_cq : nullptr;
+  for (verbs::CompletionQueue* cq : cqs_) {
+    if (cq != nullptr) cq->add_source(self);
+  }
   if (initiator_) check_silent_peer(0);
   if (!early_bytes.empty()) qp_->rx_feed_locked(early_bytes);
   pump_tx_locked();
-  arm_recv_locked();
+  // Bytes may already wait in the socket (sent right after the MPA exchange): look at once.
+  if (qp_ != nullptr) watch_locked(true);
 }
 
 void Stream::check_silent_peer(int round) {
@@ -165,69 +189,177 @@ void Stream::on_send(long result) {
   pump_tx_locked();
 }
 
-void Stream::receive_direct_locked(long& status) {
+bool Stream::receive_direct_locked(long& status) {
   // Receive straight into the placement target while one is pending and large. Any call into
   // the QP may end the stream (a send failing inside it), so qp_ is checked on every round.
+  bool progress = false;
   for (int i = 0; i < 64 && status > 0 && qp_ != nullptr; ++i) {
     const ByteSpan target = qp_->rx_direct_target_locked();
-    if (target.size() < kDirectMin || !qp_->rx_open_locked()) return;
+    if (target.size() < kDirectMin || !qp_->rx_open_locked()) break;
     large_payloads_ = true;
     const long n = io::recv_some(fd_.get(), target);
     if (n > 0) {
+      rx_bytes_ += static_cast<std::size_t>(n);
       qp_->rx_commit_locked(static_cast<std::size_t>(n));
+      progress = true;
       continue;
     }
-    if (n == -EAGAIN || n == -EWOULDBLOCK || n == -EINTR) return;
-    status = n;  // 0: EOF; < 0: error
+    if (n == -EINTR) continue;
+    status = n;  // -EAGAIN: drained; 0: EOF; < 0: error
   }
+  return progress;
 }
 
-void Stream::on_recv(long result) {
-  std::lock_guard lock(mu_);
-  if (qp_ == nullptr) return;
-  std::lock_guard qlock(qp_->mutex());
-  long status = result;
-  if (result > 0) rx_bytes_ += static_cast<std::size_t>(result);
-  if (result > 0 && qp_->rx_open_locked()) {
-    qp_->rx_feed_locked(ConstByteSpan(bounce_.data(), static_cast<std::size_t>(result)));
-    if (static_cast<std::size_t>(result) == bounce_.size() && bounce_.size() < kBounceSize) {
-      bounce_.resize(bounce_.size() * 2);  // safe: no receive into it is armed now
+bool Stream::receive_locked(bool* more) {
+  bool progress = false;
+  *more = false;
+  long status = 1;
+  for (int round = 0; qp_ != nullptr; ++round) {
+    if (round == kRxRounds) {
+      *more = true;
+      return progress;
     }
-    receive_direct_locked(status);
-  }
-  // After a Terminate (either way) incoming bytes are read and dropped until the peer closes.
-  if (qp_ == nullptr) return;  // the stream ended while the QP handled the bytes
-  if (status == 0) {
-    // An orderly close only between FPDUs; a stream cut inside one is a failure.
-    // After a Terminate the stream was only being drained: its end is the expected close.
-    const bool terminated = !qp_->rx_open_locked();
-    const bool graceful = terminated || qp_->rx_at_boundary_locked();
-    lost_locked(graceful, terminated ? "closed after a Terminate"
-                          : graceful ? "the peer closed the connection"
-                                     : "the peer closed the connection in the middle of an FPDU");
-    return;
-  }
-  if (status < 0) {
+    if (qp_->rx_open_locked()) progress |= receive_direct_locked(status);
+    if (status > 0) {
+      // With large payloads, read little into the bounce buffer (trailer, next header) so that
+      // the payload itself goes straight to its place.
+      const std::size_t want = large_payloads_ ? kSmallRead : bounce_.size();
+      large_payloads_ = false;
+      status = io::recv_some(fd_.get(), ByteSpan(bounce_.data(), want));
+      if (status == -EINTR) {
+        status = 1;
+        continue;
+      }
+      if (status > 0) {
+        progress = true;
+        rx_bytes_ += static_cast<std::size_t>(status);
+        // After a Terminate (either way) incoming bytes are read and dropped until the peer
+        // closes.
+        if (qp_->rx_open_locked()) {
+          qp_->rx_feed_locked(ConstByteSpan(bounce_.data(), static_cast<std::size_t>(status)));
+        }
+        if (static_cast<std::size_t>(status) == bounce_.size() && bounce_.size() < kBounceSize) {
+          bounce_.resize(bounce_.size() * 2);  // receives into it only happen under mu_
+        }
+        continue;
+      }
+    }
+    if (status == -EAGAIN || status == -EWOULDBLOCK) return progress;
+    if (qp_ == nullptr) return progress;  // the stream ended while the QP handled the bytes
+    if (status == 0) {
+      // An orderly close only between FPDUs; a stream cut inside one is a failure.
+      // After a Terminate the stream was only being drained: its end is the expected close.
+      const bool terminated = !qp_->rx_open_locked();
+      const bool graceful = terminated || qp_->rx_at_boundary_locked();
+      lost_locked(graceful, terminated ? "closed after a Terminate"
+                            : graceful ? "the peer closed the connection"
+                                       : "the peer closed the connection in the middle of an FPDU");
+      return true;
+    }
     lost_locked(false, std::string("receive failed: ") + std::strerror(static_cast<int>(-status)));
-    return;
+    return true;
   }
-  pump_tx_locked();
-  if (qp_ != nullptr) arm_recv_locked();
+  return progress;
 }
 
-void Stream::arm_recv_locked() {
+void Stream::watch_locked(bool maybe_readable) {
   if (torn_down_) return;
-  // With large payloads, read little into the bounce buffer (trailer, next header) so that the
-  // payload itself goes straight to its place.
-  const std::size_t want = large_payloads_ ? kSmallRead : bounce_.size();
-  large_payloads_ = false;
-  engine_.backend().recv(fd_.get(), ByteSpan(bounce_.data(), want));
+  watching_ = true;
+  handback_checks_ = 0;
+  engine_.backend().watch_readable(fd_.get(), maybe_readable);
+}
+
+bool Stream::claimed(Clock::time_point now) const {
+  const std::int64_t at = claimed_at_ns_.load(std::memory_order_relaxed);
+  return at != 0 && now_ns(now) - at < std::chrono::nanoseconds(handoff()).count();
+}
+
+void Stream::engine_receive_locked() {
+  std::lock_guard qlock(qp_->mutex());
+  bool more = false;
+  // A receive may have queued transmit work (a Read Response, a Terminate) or freed the
+  // window for it.
+  if (receive_locked(&more) && qp_ != nullptr) pump_tx_locked();
+  if (qp_ != nullptr) watch_locked(more);
+}
+
+void Stream::on_readable() {
+  std::lock_guard lock(mu_);
+  watching_ = false;
+  if (qp_ == nullptr) return;
+  if (claimed(Clock::now())) {
+    // An application is polling this stream: leave the bytes to it, stop watching (no more
+    // wake-ups for this socket) and check back once its claim may have lapsed.
+    schedule_handback_locked();
+    return;
+  }
+  engine_receive_locked();
+}
+
+void Stream::schedule_handback_locked() {
+  if (handback_timer_ != 0) return;
+  // First check when the claim seen lapses; while the application keeps polling, every
+  // kRecheck (each check is a wake-up that takes the core from a poller for a moment).
+  const std::int64_t at = claimed_at_ns_.load(std::memory_order_relaxed);
+  const auto lapse = Clock::time_point(std::chrono::nanoseconds(at)) + handoff();
+  const auto due = handback_checks_++ == 0 ? lapse : std::max(lapse, Clock::now() + kRecheck);
+  std::weak_ptr<Stream> weak = weak_from_this();
+  handback_timer_ = engine_.add_timer(due, [weak] {
+    auto self = weak.lock();
+    if (!self) return;
+    std::lock_guard lock(self->mu_);
+    self->handback_timer_ = 0;
+    if (self->qp_ == nullptr || self->watching_) return;  // handed back already (CQ armed)
+    if (self->claimed(Clock::now())) {
+      self->schedule_handback_locked();  // still polled: look again later
+      return;
+    }
+    self->engine_receive_locked();
+  });
+}
+
+
+bool Stream::poll_rx(bool claim) {
+  if (claim) {
+    // Only a poll that follows another one closely claims the stream: an application that
+    // spins on the CQ, not one that polls now and then and waits on memory meanwhile (as
+    // ib_write_lat does; it needs the engine thread to place its data).
+    const std::int64_t now = now_ns(Clock::now());
+    const std::int64_t prev = last_poll_ns_.exchange(now, std::memory_order_relaxed);
+    if (now - prev < std::chrono::nanoseconds(kSpinGap).count()) {
+      claimed_at_ns_.store(now, std::memory_order_relaxed);
+    }
+  }
+  std::unique_lock lock(mu_, std::try_to_lock);
+  if (!lock.owns_lock() || qp_ == nullptr) return false;
+  std::lock_guard qlock(qp_->mutex());
+  bool more = false;
+  const bool progress = receive_locked(&more);
+  if (progress && qp_ != nullptr) pump_tx_locked();
+  return progress;
+}
+
+void Stream::cq_armed() {
+  // The application is going to sleep: the engine thread receives again, at once.
+  claimed_at_ns_.store(0, std::memory_order_relaxed);
+  last_poll_ns_.store(0, std::memory_order_relaxed);
+  std::lock_guard lock(mu_);
+  if (qp_ == nullptr || watching_) return;
+  watch_locked(true);
+}
+
+void Stream::unbind_qp_locked() {
+  for (verbs::CompletionQueue*& cq : cqs_) {
+    if (cq != nullptr) cq->remove_source(this);
+    cq = nullptr;
+  }
+  qp_->detach_link_locked();
+  qp_ = nullptr;
 }
 
 void Stream::lost_locked(bool graceful, const std::string& why) {
   qp_->link_lost_locked(graceful, why);
-  qp_->detach_link_locked();
-  qp_ = nullptr;
+  unbind_qp_locked();
   auto self = shared_from_this();
   engine_.post([self, graceful, why] { self->teardown(graceful, why); });
 }
@@ -237,8 +369,7 @@ void Stream::abort() {
     std::lock_guard lock(mu_);
     if (qp_ != nullptr) {
       std::lock_guard qlock(qp_->mutex());
-      qp_->detach_link_locked();
-      qp_ = nullptr;
+      unbind_qp_locked();
     }
   }
   auto self = shared_from_this();
@@ -261,9 +392,10 @@ void Stream::teardown(bool graceful, const std::string& why) {
     if (qp_ != nullptr) {
       std::lock_guard qlock(qp_->mutex());
       qp_->link_lost_locked(graceful, why);
-      qp_->detach_link_locked();
-      qp_ = nullptr;
+      unbind_qp_locked();
     }
+    if (handback_timer_ != 0) engine_.cancel_timer(handback_timer_);
+    handback_timer_ = 0;
   }
   if (linger_timer_ != 0) engine_.cancel_timer(linger_timer_);
   engine_.backend().detach(fd_.get());

@@ -3,11 +3,27 @@
 // (one copy); it transmits the QP's FPDU batches with vectored sends, inline from the posting
 // thread when the socket accepts them, else from the engine thread once it is writable.
 //
-// Locking (docs/threading.md): mu_ guards qp_; I/O callbacks take mu_ and then the QP lock;
-// QpLink calls arrive with the QP lock held and never take mu_. All other state is guarded by
-// the QP lock while qp_ is set, and belongs to the engine thread after detach.
+// Receiving: the backend only reports readiness (watch_readable / on_readable); the receive
+// system calls are made here, under mu_ and the QP lock, by whichever thread gets mu_: the
+// engine thread on readiness, or an application thread polling a CQ of the QP (poll_rx, via
+// verbs::CqPollSource), which only try-locks mu_ and so never waits for the engine thread.
+//
+// Hand-off: an application that spins on a CQ (polls again within kSpinGap) claims the stream
+// for kHandoff. A readiness report that finds the stream claimed is left to the poller: the
+// engine thread does not watch again (the backend then stops waking it for this socket) and
+// checks back when the claim lapses, then every kRecheck while it is renewed. Once the
+// application has not polled for kHandoff, or arms the CQ (cq_armed: at once), the engine
+// thread receives and watches again. So bytes wait for a receiver at most kHandoff after the
+// application's last poll, or kRecheck after the engine's previous check, even if the
+// application stops polling for good.
+//
+// Locking (docs/threading.md): mu_ guards qp_ and the receive state; I/O callbacks and poll_rx
+// take mu_ and then the QP lock; QpLink calls arrive with the QP lock held and never take mu_.
+// All other state is guarded by the QP lock while qp_ is set, and belongs to the engine thread
+// after detach.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -32,6 +48,7 @@ class StreamObserver {
 
 class Stream final : public io::IoHandler,
                      public verbs::QpLink,
+                     public verbs::CqPollSource,
                      public std::enable_shared_from_this<Stream> {
  public:
   Stream(Engine& engine, io::Fd fd, verbs::QueuePair& qp, std::weak_ptr<StreamObserver> observer);
@@ -53,8 +70,27 @@ class Stream final : public io::IoHandler,
   void tx_abandon() override;
 
   // io::IoHandler (engine thread).
-  void on_recv(long result) override;
+  void on_readable() override;
   void on_send(long result) override;
+
+  // Any thread, no locks held: receives and processes what the socket holds, exactly as the
+  // engine thread would, unless another thread is inside the stream (then returns false at
+  // once). claim: the caller will keep polling (see Hand-off above). Returns true if bytes were
+  // received or the stream ended.
+  bool poll_rx(bool claim);
+
+  // verbs::CqPollSource.
+  bool cq_poll_rx(bool claim) override { return poll_rx(claim); }
+  void cq_armed() override;
+
+  // How long a claim by a polling application keeps the engine thread from receiving:
+  // UWARP_POLL_HANDOFF_US from the environment (0: no hand-off), else kHandoff.
+  static constexpr std::chrono::microseconds kHandoff{100};
+  static std::chrono::microseconds handoff();
+  // A poll within kSpinGap of the previous one claims the stream (see poll_rx).
+  static constexpr std::chrono::microseconds kSpinGap{20};
+  // While an application keeps polling, how often the engine thread checks the claim.
+  static constexpr std::chrono::microseconds kRecheck{1000};
 
  private:
   // The bounce buffer starts small (an idle QP costs little memory) and doubles, up to the
@@ -66,8 +102,15 @@ class Stream final : public io::IoHandler,
 
   void pump_tx_locked();
   void deliver_sent_locked();
-  void receive_direct_locked(long& eof_or_error);
-  void arm_recv_locked();
+  // Receives until EAGAIN or a bound (then *more = true); false if nothing was received.
+  bool receive_locked(bool* more);
+  bool receive_direct_locked(long& status);
+  void watch_locked(bool maybe_readable);
+  // Engine thread, mu_ held: receive and watch again unless an application claims the stream.
+  void engine_receive_locked();
+  bool claimed(Clock::time_point now) const;
+  void schedule_handback_locked();
+  void unbind_qp_locked();
   void maybe_shut_write_locked();
   void lost_locked(bool graceful, const std::string& why);
   void teardown(bool graceful, const std::string& why);
@@ -81,6 +124,13 @@ class Stream final : public io::IoHandler,
 
   std::vector<std::uint8_t> bounce_;
   bool large_payloads_ = false;
+  bool watching_ = false;          // a readiness watch is armed (mu_)
+  std::uint64_t handback_timer_ = 0;  // pending hand-back check (mu_)
+  // When an application last claimed the stream (steady clock, ns; 0: none or handed back).
+  std::atomic<std::int64_t> claimed_at_ns_{0};
+  std::atomic<std::int64_t> last_poll_ns_{0};
+  int handback_checks_ = 0;  // checks in this hand-off period (mu_)
+  verbs::CompletionQueue* cqs_[2] = {nullptr, nullptr};  // registered as poll source (mu_)
   proto::TxBatch batch_;
   bool send_armed_ = false;
   bool abandon_pending_ = false;  // tx_abandon while the backend was sending: apply in on_send

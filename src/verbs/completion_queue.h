@@ -4,13 +4,22 @@
 // Memory ordering: producers (QPs, on the progress thread or a posting thread) append under
 // mu_ and then publish the new count with a release store to count_; poll() first reads count_
 // with acquire, so that an empty queue costs a spinning application no lock.
+//
+// Busy polling (docs/threading.md): the streams of the QPs that use this CQ register as poll
+// sources. An application that finds the CQ empty calls drive_sources() to receive on them
+// itself instead of waiting for the progress thread. The registry has its own mutex, a leaf
+// (taken with stream and QP locks held by add/remove, and never held while calling a source);
+// it holds weak references, so a source being torn down is simply skipped.
 #pragma once
 
 #include <atomic>
 #include <cstdint>
 #include <deque>
+#include <memory>
 #include <mutex>
 #include <span>
+#include <utility>
+#include <vector>
 
 #include "uwarp/types.h"
 
@@ -23,6 +32,21 @@ class CqEventSink {
  public:
   virtual ~CqEventSink() = default;
   virtual void cq_event(CompletionQueue& cq) = 0;
+};
+
+// Something an application thread polling a CQ may drive: the stream of a QP that completes
+// work on this CQ (runtime::Stream).
+class CqPollSource {
+ public:
+  virtual ~CqPollSource() = default;
+  // Any thread, no locks held. Receives and processes what is waiting, unless another thread is
+  // doing so right now (then returns false at once). claim: the caller will keep polling (the
+  // CQ is not armed), so the source may leave receiving to it for a short while. Returns true
+  // if it made progress (bytes were received or the stream ended).
+  virtual bool cq_poll_rx(bool claim) = 0;
+  // The CQ was armed: the application is about to block on its completion channel, so the
+  // progress thread must receive again at once. Any thread, no locks held.
+  virtual void cq_armed() = 0;
 };
 
 class CompletionQueue {
@@ -40,6 +64,16 @@ class CompletionQueue {
   // false if the queue is full (the completion is lost and the CQ is in overflow).
   bool push(const WorkCompletion& wc, bool solicited);
 
+  // Poll sources (see above). add/remove: any thread; a source is added at most once per CQ
+  // (adding it again is ignored) and removed before it stops being usable.
+  void add_source(const std::shared_ptr<CqPollSource>& source);
+  void remove_source(const CqPollSource* source);
+  // Drives up to kDrivePerCall sources (round robin over all of them across calls), on the
+  // calling thread. Returns true if any made progress. Cheap (one atomic load) without sources.
+  // No locks may be held by the caller.
+  bool drive_sources();
+  static constexpr std::size_t kDrivePerCall = 4;
+
   std::uint32_t capacity() const { return capacity_; }
   std::size_t size() const { return count_.load(std::memory_order_acquire); }
   bool overflowed() const { return overflowed_.load(std::memory_order_acquire); }
@@ -56,6 +90,12 @@ class CompletionQueue {
   Arm arm_ = Arm::kNone;
   std::atomic<std::size_t> count_{0};
   std::atomic<bool> overflowed_{false};
+  std::atomic<bool> armed_{false};  // arm_ != kNone, for drive_sources without mu_
+
+  std::mutex sources_mu_;  // leaf
+  std::vector<std::pair<const CqPollSource*, std::weak_ptr<CqPollSource>>> sources_;
+  std::size_t next_source_ = 0;
+  std::atomic<std::size_t> source_count_{0};
 };
 
 }  // namespace uwarp::verbs

@@ -1,11 +1,14 @@
 // verbs::CompletionQueue: poll order, capacity overflow, and arming (next vs solicited) with
-// exactly one event per arm, counted by a fake CqEventSink.
+// exactly one event per arm, counted by a fake CqEventSink; the registry of poll sources that
+// busy polling drives (fake sources).
 #include "verbs/completion_queue.h"
 
 #include <gtest/gtest.h>
 
 #include <array>
 #include <cstdint>
+#include <memory>
+#include <vector>
 
 namespace uwarp::verbs {
 namespace {
@@ -146,6 +149,83 @@ TEST(verbs_completion_queue, SinkCanBeReplaced) {
   cq.arm(false);
   ASSERT_TRUE(cq.push(wc(2), false));  // no sink: nothing to call, and no crash
   EXPECT_EQ(b.events, 1);
+}
+
+class FakeSource final : public CqPollSource {
+ public:
+  bool cq_poll_rx(bool claim) override {
+    ++polls;
+    last_claim = claim;
+    return progress;
+  }
+  void cq_armed() override { ++armed; }
+  int polls = 0;
+  int armed = 0;
+  bool last_claim = false;
+  bool progress = false;
+};
+
+TEST(verbs_completion_queue, DrivesNothingWithoutSources) {
+  CompletionQueue cq(4, nullptr, nullptr);
+  EXPECT_FALSE(cq.drive_sources());
+}
+
+TEST(verbs_completion_queue, DrivesEachSourceOnceAndReportsProgress) {
+  CompletionQueue cq(4, nullptr, nullptr);
+  auto a = std::make_shared<FakeSource>();
+  auto b = std::make_shared<FakeSource>();
+  cq.add_source(a);
+  cq.add_source(b);
+  cq.add_source(a);  // ignored: once per CQ
+  EXPECT_FALSE(cq.drive_sources());
+  EXPECT_EQ(a->polls, 1);
+  EXPECT_EQ(b->polls, 1);
+  EXPECT_TRUE(a->last_claim);  // not armed: the poller may claim
+  b->progress = true;
+  EXPECT_TRUE(cq.drive_sources());
+  cq.remove_source(b.get());
+  EXPECT_FALSE(cq.drive_sources());
+  EXPECT_EQ(a->polls, 3);
+  EXPECT_EQ(b->polls, 2);
+}
+
+TEST(verbs_completion_queue, ArmingTellsTheSourcesAndStopsClaims) {
+  CountingSink sink;
+  CompletionQueue cq(4, &sink, nullptr);
+  auto a = std::make_shared<FakeSource>();
+  cq.add_source(a);
+  cq.arm(false);
+  EXPECT_EQ(a->armed, 1);
+  (void)cq.drive_sources();
+  EXPECT_FALSE(a->last_claim);  // armed: the application is about to block
+  ASSERT_TRUE(cq.push(wc(1), false));  // fires, disarms
+  (void)cq.drive_sources();
+  EXPECT_TRUE(a->last_claim);
+}
+
+TEST(verbs_completion_queue, SkipsSourcesThatAreGone) {
+  CompletionQueue cq(4, nullptr, nullptr);
+  auto a = std::make_shared<FakeSource>();
+  cq.add_source(a);
+  a.reset();  // destroyed without remove_source: held weakly, skipped
+  EXPECT_FALSE(cq.drive_sources());
+  cq.arm(false);
+}
+
+TEST(verbs_completion_queue, DrivesABoundedNumberOfSourcesPerCallRoundRobin) {
+  CompletionQueue cq(4, nullptr, nullptr);
+  std::vector<std::shared_ptr<FakeSource>> sources;
+  for (int i = 0; i < 10; ++i) {
+    sources.push_back(std::make_shared<FakeSource>());
+    cq.add_source(sources.back());
+  }
+  (void)cq.drive_sources();
+  int total = 0;
+  for (auto& s : sources) total += s->polls;
+  EXPECT_EQ(total, static_cast<int>(CompletionQueue::kDrivePerCall));
+  // Enough calls reach every source equally.
+  for (int i = 1; i < 10; ++i) (void)cq.drive_sources();
+  for (auto& s : sources) EXPECT_EQ(s->polls, static_cast<int>(CompletionQueue::kDrivePerCall));
 }
 
 }  // namespace

@@ -2,6 +2,17 @@
 // runs a bandwidth phase (a window of outstanding work requests per QP; Sends paced by the
 // server's receive credits, as iWARP has no receiver-not-ready retry) and a latency phase
 // (ping-pong on QP 0; a Read's round trip).
+//
+// The latency loop, as an application that polls its CQ: Send ping-pong: post a receive and
+// the Send, then Endpoint::pump spins on the CQ until the echo's receive completion (half the
+// round trip is reported). Write ping-pong (as ib_write_lat): the Write's last byte carries a
+// marker and the server writes back when it sees it; each side waits with
+// Endpoint::wait_for_byte, which looks at the last byte and polls the CQ in between. An empty
+// CQ poll receives for the QPs on that CQ in the calling thread (busy polling,
+// docs/threading.md), so the measured round trip has no progress-thread wake-up in it. Read:
+// the whole round trip until the Read's completion; the server's application does nothing (its
+// progress thread answers). Every 64th Write is signaled; its completion is reaped outside the
+// timed part.
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -270,6 +281,7 @@ class Client {
     std::vector<double> us;
     us.reserve(iters);
     std::vector<WorkCompletion> wcs;
+    std::uint32_t unreaped = 0;  // Write: signaled Writes whose completion was not polled yet
     Sge sink = d.mr.sge(0, size);
     Sge src = d.mr.sge(size, size);
     for (std::uint32_t i = 0; i < iters; ++i) {
@@ -298,13 +310,24 @@ class Client {
       const auto t0 = Clock::now();
       if (Status s = d.qp.post_send(wr); !s) return fail("post_send: " + s.to_string());
       if (o_.op == Op::kWrite) {
+        // Wait for the server's Write-back by watching the last byte, polling the CQ in
+        // between (this thread then receives the Write itself, see Endpoint::wait_for_byte).
+        if (wr.flags != 0) ++unreaped;
         const std::uint8_t marker = static_cast<std::uint8_t>((i % 255) + 1);
-        if (!wait_for_byte(d.buf.get() + size - 1, marker, 10000))
+        wcs.clear();
+        if (!ep_.wait_for_byte(d.buf.get() + size - 1, marker, 10000, wcs))
           return fail("write latency: no answer");
         us.push_back(std::chrono::duration<double, std::micro>(Clock::now() - t0).count() / 2);
-        if (wr.flags != 0) {
+        // Reap the signaled Write's completion (outside the timed part).
+        while (true) {
+          for (const WorkCompletion& wc : wcs) {
+            if (wc.status != WcStatus::kSuccess)
+              return fail(std::string("write latency: ") + std::string(to_string(wc.status)));
+            --unreaped;
+          }
           wcs.clear();
-          ep_.pump(kTimeoutMs, wcs);
+          if (unreaped == 0) break;
+          if (!ep_.pump(kTimeoutMs, wcs)) return fail("write latency: no completion");
         }
         continue;
       }

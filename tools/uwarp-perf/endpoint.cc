@@ -60,44 +60,63 @@ Status Endpoint::send_ctrl(const CtrlMsg& m) {
   return ctrl_qp_.post_send(wr);
 }
 
-bool Endpoint::pump(int timeout_ms, std::vector<WorkCompletion>& data_out) {
-  using Clock = std::chrono::steady_clock;
-  const auto deadline = Clock::now() + std::chrono::milliseconds(timeout_ms);
+bool Endpoint::poll_once(std::vector<WorkCompletion>& data_out) {
   WorkCompletion wcs[64];
-  bool armed = false;
-  for (int spins = 0;; ++spins) {
-    const std::size_t n = cq_.poll(wcs);
-    bool got = false;
-    for (std::size_t i = 0; i < n; ++i) {
-      const WorkCompletion& wc = wcs[i];
-      switch (wr_kind(wc.wr_id)) {
-        case WrKind::kCtrlRecv: {
-          if (wc.status != WcStatus::kSuccess) {
-            ctrl_failed_ = true;
-            break;
-          }
-          const std::uint32_t slot = wr_slot(wc.wr_id);
-          inbox_.push_back(decode_ctrl(ctrl_buf_.get() + slot * kCtrlMsgSize));
-          Sge s = ctrl_mr_.sge(slot * kCtrlMsgSize, kCtrlMsgSize);
-          if (!ctrl_qp_.post_recv({wc.wr_id, {&s, 1}})) ctrl_failed_ = true;
-          got = true;
+  const std::size_t n = cq_.poll(wcs);
+  bool got = false;
+  for (std::size_t i = 0; i < n; ++i) {
+    const WorkCompletion& wc = wcs[i];
+    switch (wr_kind(wc.wr_id)) {
+      case WrKind::kCtrlRecv: {
+        if (wc.status != WcStatus::kSuccess) {
+          ctrl_failed_ = true;
           break;
         }
-        case WrKind::kCtrlSend:
-          if (wc.status != WcStatus::kSuccess) ctrl_failed_ = true;
-          break;
-        default:
-          data_out.push_back(wc);
-          got = true;
-          break;
+        const std::uint32_t slot = wr_slot(wc.wr_id);
+        inbox_.push_back(decode_ctrl(ctrl_buf_.get() + slot * kCtrlMsgSize));
+        Sge s = ctrl_mr_.sge(slot * kCtrlMsgSize, kCtrlMsgSize);
+        if (!ctrl_qp_.post_recv({wc.wr_id, {&s, 1}})) ctrl_failed_ = true;
+        got = true;
+        break;
       }
+      case WrKind::kCtrlSend:
+        if (wc.status != WcStatus::kSuccess) ctrl_failed_ = true;
+        break;
+      default:
+        data_out.push_back(wc);
+        got = true;
+        break;
     }
-    if (got) return true;
+  }
+  return got;
+}
+
+bool Endpoint::wait_for_byte(const volatile std::uint8_t* byte, std::uint8_t value,
+                             int timeout_ms, std::vector<WorkCompletion>& data_out) {
+  using Clock = std::chrono::steady_clock;
+  const auto deadline = Clock::now() + std::chrono::milliseconds(timeout_ms);
+  for (std::uint32_t spin = 0;; ++spin) {
+    if (*byte == value) return true;
+    poll_once(data_out);  // may place the awaited Write itself: look again before yielding
+    if (*byte == value) return true;
+    if (ctrl_failed_) return false;
+    if ((spin & 255) == 0 && Clock::now() > deadline) return false;
+    std::this_thread::yield();
+  }
+}
+
+bool Endpoint::pump(int timeout_ms, std::vector<WorkCompletion>& data_out) {
+  using Clock = std::chrono::steady_clock;
+  const auto start = Clock::now();
+  const auto deadline = start + std::chrono::milliseconds(timeout_ms);
+  bool armed = false;
+  while (true) {
+    if (poll_once(data_out)) return true;
     if (ctrl_failed_) return false;
     const auto now = Clock::now();
     if (now >= deadline) return false;
-    if (spins < 2000) {
-      if (spins > 200) std::this_thread::yield();
+    if (!armed && now - start < kSpinBeforeBlock) {
+      std::this_thread::yield();
       continue;
     }
     if (!armed) {

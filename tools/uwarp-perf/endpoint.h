@@ -2,6 +2,7 @@
 // control QP carrying CtrlMsg Sends, and the data QPs with their registered buffers.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <deque>
 #include <memory>
@@ -56,10 +57,28 @@ class Endpoint {
   DataQp& add_data_qp(std::size_t length);
   Status post_ctrl_receives();
   Status send_ctrl(const CtrlMsg& m);
-  // Polls the CQ (spinning briefly, then blocking on the channel up to timeout_ms): control
-  // receives go to ctrl_inbox (and are reposted), data completions to `data_out`. Returns
-  // false if nothing arrived within the timeout, or a control completion failed.
+  // Polls the CQ until something arrives: control receives go to ctrl_inbox (and are
+  // reposted), data completions to `data_out`. It spins on poll for up to kSpinBeforeBlock:
+  // an empty poll makes this thread receive for the CQ's QPs itself (busy polling,
+  // docs/threading.md), which is what the latency phases measure. Between polls it yields the
+  // core (one cheap system call when no other thread wants it): on a 2-core machine the peer
+  // process or a progress thread may be waiting for this core, and a poller that kept it for
+  // hundreds of polls (each with receive system calls) made round trips of ~280 us whenever
+  // both ends shared a core. Then it arms the CQ (receiving goes back to the progress thread)
+  // and blocks on the completion channel, up to timeout_ms in all. Returns false if nothing
+  // arrived within the timeout, or a control completion failed.
   bool pump(int timeout_ms, std::vector<WorkCompletion>& data_out);
+  // Waits until *byte == value (an RDMA Write ping-pong, as ib_write_lat: the last byte of the
+  // message is placed last), polling the CQ between looks at the byte as an application that
+  // polls its CQ would, so that this thread receives the Write itself; completions polled
+  // meanwhile are handled as by pump, and it yields between polls as pump does. False after
+  // timeout_ms or a failed control completion. The placement of the Write is not a C++ atomic
+  // store (an RNIC writes memory), so ThreadSanitizer reports this on purpose-built polling;
+  // tests/tsan.supp names this function.
+  bool wait_for_byte(const volatile std::uint8_t* byte, std::uint8_t value, int timeout_ms,
+                     std::vector<WorkCompletion>& data_out);
+
+  static constexpr auto kSpinBeforeBlock = std::chrono::milliseconds(50);
   // Waits for a control message of `type` (other control messages stay in the inbox).
   std::optional<CtrlMsg> wait_ctrl(MsgType type, int timeout_ms,
                                    std::vector<WorkCompletion>* data_out = nullptr);
@@ -67,6 +86,10 @@ class Endpoint {
   bool ctrl_failed() const { return ctrl_failed_; }
 
  private:
+  // One poll of the CQ, completions handled as described at pump. True if a control message
+  // or a data completion arrived.
+  bool poll_once(std::vector<WorkCompletion>& data_out);
+
   Context& ctx_;
   ProtectionDomain pd_;
   CompletionChannel channel_;

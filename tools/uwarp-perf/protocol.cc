@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <chrono>
-#include <thread>
 
 namespace uwarp::perf {
 namespace {
@@ -97,15 +96,6 @@ double percentile(std::vector<double>& v, double p) {
   std::sort(v.begin(), v.end());
   const auto last = static_cast<double>(v.size() - 1);
   return v[std::min(v.size() - 1, static_cast<std::size_t>(p * last + 0.5))];
-}
-
-bool wait_for_byte(const volatile std::uint8_t* byte, std::uint8_t value, int timeout_ms) {
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
-  for (std::uint32_t spin = 0; *byte != value; ++spin) {
-    if ((spin & 1023) == 0 && std::chrono::steady_clock::now() > deadline) return false;
-    if (spin > 64) std::this_thread::yield();
-  }
-  return true;
 }
 
 }  // namespace uwarp::perf

@@ -58,9 +58,4 @@ bool check_pattern(const std::uint8_t* p, std::size_t n, std::uint32_t seed);
 // The p-quantile (0..1) of `v` (sorted in place); 0 for an empty vector.
 double percentile(std::vector<double>& v, double p);
 
-// Spins (yielding) until *byte == value, as ib_write_lat polls its buffer while the RNIC writes
-// into it; false after `timeout_ms`. The RNIC's write is not a C++ atomic, so ThreadSanitizer
-// reports this on purpose-built polling; tests/tsan.supp names this function.
-bool wait_for_byte(const volatile std::uint8_t* byte, std::uint8_t value, int timeout_ms);
-
 }  // namespace uwarp::perf

@@ -159,6 +159,7 @@ class Session {
     if (!ep_.send_ctrl(ready)) return false;
     if (op == Op::kRead) return true;  // reads need nothing from the server's application
     std::vector<WorkCompletion> wcs;
+    std::uint32_t unreaped = 0;  // Write: signaled Writes whose completion was not polled yet
     Sge src = d.mr.sge(0, m.size);
     for (std::uint32_t i = 0; i < m.iters; ++i) {
       if (op == Op::kSend) {
@@ -180,9 +181,15 @@ class Session {
         wr.flags = 0;  // unsignaled
         if (!d.qp.post_send(wr)) return false;
       } else {
-        // Write ping-pong as ib_write_lat: wait for the last byte to change, then write back.
+        // Write ping-pong as ib_write_lat: wait for the last byte to change (polling the CQ in
+        // between, see Endpoint::wait_for_byte), then write back.
         const std::uint8_t marker = static_cast<std::uint8_t>((i % 255) + 1);
-        if (!wait_for_byte(d.buf.get() + m.size - 1, marker, 10000)) return false;
+        wcs.clear();
+        if (!ep_.wait_for_byte(d.buf.get() + m.size - 1, marker, 10000, wcs)) return false;
+        for (const WorkCompletion& wc : wcs) {
+          if (wc.status != WcStatus::kSuccess) return false;
+          --unreaped;
+        }
         SendWr wr;
         wr.wr_id = make_wr_id(WrKind::kData, 0, 0);
         wr.opcode = WrOpcode::kRdmaWrite;
@@ -191,9 +198,16 @@ class Session {
         wr.rkey = d.peer.rkey;
         wr.flags = (i % 64 == 63) ? send_flags::kSignaled : 0;
         if (!d.qp.post_send(wr)) return false;
-        if (wr.flags != 0) {
+        if (wr.flags != 0) ++unreaped;
+        // The completion of a signaled Write may come with the next message's wait; all are
+        // reaped by the end of the run.
+        while (unreaped > 0 && (wr.flags != 0 || i + 1 == m.iters)) {
           wcs.clear();
-          ep_.pump(kCtrlTimeoutMs, wcs);
+          if (!ep_.pump(kCtrlTimeoutMs, wcs)) return false;
+          for (const WorkCompletion& wc : wcs) {
+            if (wc.status != WcStatus::kSuccess) return false;
+            --unreaped;
+          }
         }
       }
     }
