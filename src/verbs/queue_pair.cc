@@ -284,10 +284,7 @@ void QueuePair::flush_receive_side() {
 void QueuePair::enter_error(std::optional<WcStatus> first_status, std::uint32_t vendor_err) {
   state_ = QpState::kError;
   // Before any completion tells the application its memory is free again.
-  if (link_ != nullptr) {
-    link_->tx_abandon();
-    link_->rx_quiesce();
-  }
+  if (link_ != nullptr) link_->tx_abandon();
   segmenter_ = proto::MessageSegmenter{};
   bool first = true;
   for (std::size_t i = 0; i < sq_.size(); ++i) {

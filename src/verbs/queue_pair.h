@@ -63,11 +63,6 @@ class QpLink {
   // The QP entered ERROR and completes its work requests as flushed: from now on the stream
   // must not read their memory (drop what is queued, keep FPDU alignment).
   virtual void tx_abandon() = 0;
-  // The QP is about to hand receive buffers and Read sinks back to the application: returns
-  // once no receive into them is in progress. A stream that receives into rx_direct_target()
-  // memory without holding the QP lock waits here for that receive to end (it must not take
-  // the QP lock to finish it); one that receives only under the QP lock needs nothing.
-  virtual void rx_quiesce() {}
 };
 
 class QueuePair final : public proto::RxDelegate {
@@ -101,10 +96,6 @@ class QueuePair final : public proto::RxDelegate {
 
   // Receive path: bytes from the stream. After a protocol violation the QP queues a Terminate
   // and rx_open_locked() turns false.
-  // rx_direct_target_locked: where the next payload bytes go, straight from the socket (empty:
-  // feed the bounce buffer instead). The stream may receive into it with the QP lock released
-  // (see QpLink::rx_quiesce) and then report the count with rx_commit_locked, which ignores it
-  // if the receive side closed meanwhile (the buffer was flushed back to the application).
   ByteSpan rx_direct_target_locked();
   void rx_commit_locked(std::size_t n);
   std::size_t rx_feed_locked(ConstByteSpan bytes);

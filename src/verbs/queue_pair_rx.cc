@@ -55,7 +55,6 @@ wire::TerminateCode read_source_error(AccessError e) {
 ByteSpan QueuePair::rx_direct_target_locked() { return reader_ ? reader_->direct_target() : ByteSpan{}; }
 
 void QueuePair::rx_commit_locked(std::size_t n) {
-  if (!rx_open_locked()) return;  // flushed while the bytes arrived: the reader is done
   reader_->commit_direct(n);
   if (reader_->failed()) handle_rx_failure();
 }
