@@ -220,6 +220,7 @@ bool Stream::receive_locked(bool* more) {
       return progress;
     }
     if (qp_->rx_open_locked()) progress |= receive_direct_locked(status);
+    if (qp_ == nullptr) return true;  // the stream ended while the QP handled the bytes
     if (status > 0) {
       // With large payloads, read little into the bounce buffer (trailer, next header) so that
       // the payload itself goes straight to its place.
