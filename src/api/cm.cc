@@ -53,9 +53,8 @@ std::optional<CmEvent> EventChannel::get_event(int timeout_ms) {
 Result<Listener> EventChannel::listen(const std::string& host, std::uint16_t port, int backlog) {
   auto addr = io::SocketAddress::resolve(host, port);
   if (!addr) return Unexpected{addr.error()};
-  auto l = cm::Listener::listen(impl_->ctx->engine, impl_->events, *addr, backlog);
+  auto l = cm::Listener::listen(impl_->ctx->engine, impl_->events, *addr, backlog, impl_->ctx);
   if (!l) return Unexpected{l.error()};
-  (*l)->set_owner(impl_->ctx);
   return Listener(std::move(*l));
 }
 

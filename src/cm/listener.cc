@@ -3,10 +3,12 @@
 namespace uwarp::cm {
 
 Result<std::shared_ptr<Listener>> Listener::listen(runtime::Engine& engine, const std::shared_ptr<EventChannel>& events,
-                                                   const io::SocketAddress& address, int backlog) {
+                                                   const io::SocketAddress& address, int backlog,
+                                                   std::shared_ptr<void> owner) {
   auto fd = io::tcp_listen(address, backlog);
   if (!fd) return Unexpected{fd.error()};
   std::shared_ptr<Listener> l(new Listener(engine, events));
+  l->owner_ = std::move(owner);
   l->fd_ = std::move(*fd);
   l->address_ = io::local_address(l->fd_.get());
   Status st;

@@ -16,16 +16,16 @@ namespace uwarp::cm {
 
 class Listener final : public io::IoHandler, public std::enable_shared_from_this<Listener> {
  public:
+  // `owner` (may be null) is kept alive by the listener and by every connection it accepts; it
+  // is set before accepting starts, as connections may arrive at once.
   static Result<std::shared_ptr<Listener>> listen(runtime::Engine& engine, const std::shared_ptr<EventChannel>& events,
-                                                  const io::SocketAddress& address, int backlog);
+                                                  const io::SocketAddress& address, int backlog,
+                                                  std::shared_ptr<void> owner);
   ~Listener() override;
   // Stops accepting; pending (unanswered) requests are closed.
   void close();
   const io::SocketAddress& address() const { return address_; }
-  void set_owner(std::shared_ptr<void> owner) { owner_ = std::move(owner); }
   const std::shared_ptr<void>& owner() const { return owner_; }
-  void set_context(void* c) { context_ = c; }
-  void* context() const { return context_; }
 
   // Pending connections (engine thread).
   void adopt(const std::shared_ptr<Connection>& c) { pending_[c.get()] = c; }
@@ -41,7 +41,6 @@ class Listener final : public io::IoHandler, public std::enable_shared_from_this
   std::shared_ptr<void> owner_;  // keeps the engine's owner alive as long as this object
   io::Fd fd_;
   io::SocketAddress address_;
-  void* context_ = nullptr;
   std::chrono::milliseconds request_timeout_{5000};  // as Linux siw: 5 s for the request
   std::unordered_map<Connection*, std::shared_ptr<Connection>> pending_;
 };
