@@ -3,16 +3,17 @@
  * The same binary runs over Linux siw (in the QEMU guest) and over uwarp (build/bin/uwarp-run).
  *
  *   verbs_peer server -p PORT [-a ADDR] [-c CONNECTIONS] [-t SECS]
- *   verbs_peer client -a HOST -p PORT [-s SIZES] [-x PROVOCATIONS] [-t SECS]
+ *   verbs_peer client -a HOST -p PORT [-s SIZES|none] [-x PROVOCATIONS] [-r RETRIES] [-t SECS]
  *
  * The client drives, the server answers; every step is lock-step: the client sends a command
  * (a Send of struct msg), the server prepares, answers with an ACK (a Send), the client acts.
  * Connection 1 (unless -s none) runs, per size of SIZES (default 1,4096,65536,1048576,16777216):
  * Send (server verifies length and data), RDMA Write (server verifies its memory), RDMA Read
  * (server fills, client verifies); then zero-length Send, Write and Read; a Send with Solicited
- * Event (the server, its receive CQ armed for solicited completions only, must get the event)
- * and a plain Send under the same arm (the server must not get one); a Send with Invalidate of
- * an STag the server advertised (the server must see IBV_WC_WITH_INV and that rkey).
+ * Event (the server, its receive CQ armed for solicited completions only, reports whether the
+ * event came) and a plain Send under the same arm (an event fails); a Send with Invalidate of an
+ * STag the server advertised (the server reports IBV_WC_WITH_INV and the rkey; a wrong rkey
+ * fails). Whether the event and the invalidation were reported is checked by the caller.
  * Then one connection per provocation of PROVOCATIONS (comma-separated, see provoke_names): the
  * client does something the server must answer with a Terminate; both sides print every
  * completion, async event and rdma_cm event they see, and "provoke NAME: ... error reported:
@@ -39,7 +40,8 @@
 
 enum { MSG_MAGIC = 0x75776d31 };
 enum cmd {
-  C_HELLO = 1, /* server -> client: addr, rkey, inv_rkey, size */
+  C_HELLO = 1, /* client -> server first (the initiator sends first), then server -> client:
+                  addr, rkey, inv_addr, inv_rkey, size */
   C_ACK,       /* status 0 = ok */
   C_SEND,      /* size, seed, kind: the next message is a data Send */
   C_CHECK,     /* size, seed: verify the data region */
@@ -222,9 +224,13 @@ static int cm_wait(struct peer* p, enum rdma_cm_event_type want, struct rdma_cm_
       else rdma_ack_cm_event(ev);
       return 0;
     }
-    say("FAIL: waiting for %s, got %s, status %d", rdma_event_str(want), rdma_event_str(ev->event), ev->status);
+    say("%s: waiting for %s, got %s, status %d", want == RDMA_CM_EVENT_ESTABLISHED ? "connect" : "FAIL",
+        rdma_event_str(want), rdma_event_str(ev->event), ev->status);
+    const int refused = want == RDMA_CM_EVENT_ESTABLISHED &&
+                        (ev->event == RDMA_CM_EVENT_REJECTED || ev->event == RDMA_CM_EVENT_UNREACHABLE ||
+                         ev->event == RDMA_CM_EVENT_CONNECT_ERROR);
     rdma_ack_cm_event(ev);
-    return -1;
+    return refused ? -2 : -1;
   }
 }
 
@@ -305,7 +311,12 @@ static int post(struct peer* p, enum ibv_wr_opcode op, void* buf, struct ibv_mr*
                            .send_flags = IBV_SEND_SIGNALED | flags}, *bad;
   wr.wr.rdma.remote_addr = raddr;
   wr.wr.rdma.rkey = rkey;
-  if (op == IBV_WR_SEND_WITH_INV) wr.invalidate_rkey = inv_rkey;
+  if (op == IBV_WR_SEND_WITH_INV) {
+    wr.invalidate_rkey = inv_rkey;
+    /* rdma-core's siw provider (push_send_wqe) sends wr.rdma.rkey as the STag to invalidate and
+     * ignores invalidate_rkey; providers that follow ibv_post_send(3) ignore wr.rdma here. */
+    wr.wr.rdma.rkey = inv_rkey;
+  }
   if (ibv_post_send(p->qp, &wr, &bad)) { say("FAIL: ibv_post_send: %s", strerror(errno)); return -1; }
   return 0;
 }
@@ -375,8 +386,13 @@ static int client_data(struct peer* p, const uint32_t* sizes, int nsizes) {
   if (command(p, C_SEND, 0, 0, K_PLAIN) || post(p, IBV_WR_SEND, p->data, p->data_mr, 0, 0, 0, 0, 0) ||
       expect_wc(p, 0, IBV_WC_SEND, NULL, "zero-length Send") || command(p, C_ACK, 0, 0, 0) ||
       post(p, IBV_WR_RDMA_WRITE, p->data, p->data_mr, 0, h->addr, h->rkey, 0, 0) ||
-      expect_wc(p, 0, IBV_WC_RDMA_WRITE, NULL, "zero-length RDMA Write") ||
-      post(p, IBV_WR_RDMA_READ, p->data, p->data_mr, 0, h->addr, h->rkey, 0, 0) ||
+      expect_wc(p, 0, IBV_WC_RDMA_WRITE, NULL, "zero-length RDMA Write"))
+    return -1;
+  /* Linux siw (6.1) answers a zero-length Read Request that it queues while its transmitter is
+   * busy (here: just after its ACK) with a Read Response carrying the previous work request's
+   * bytes (docs/interop.md); an idle transmitter answers correctly, so wait for it. */
+  usleep(200000);
+  if (post(p, IBV_WR_RDMA_READ, p->data, p->data_mr, 0, h->addr, h->rkey, 0, 0) ||
       expect_wc(p, 0, IBV_WC_RDMA_READ, NULL, "zero-length RDMA Read") || command(p, C_CHECK, 0, 0, 0))
     return -1;
   say("zero-length Send, RDMA Write, RDMA Read completed");
@@ -438,13 +454,15 @@ static int server_data_send(struct peer* p, const struct msg* c) {
   if (c->kind == K_SOLICITED) {
     say("Send with Solicited Event, receive CQ armed for solicited only: event %s", event ? "delivered" : "NOT delivered");
   } else if (c->kind == K_PLAIN_SOLICITED_ARM) {
-    say("plain Send, receive CQ armed for solicited only: event %s", event ? "delivered" : "not delivered");
+    say("plain Send, receive CQ armed for solicited only: event %s", event ? "DELIVERED" : "not delivered");
+    if (event) status = 1;
   } else if (c->kind == K_INVALIDATE) {
     const int inv = (wc.wc_flags & IBV_WC_WITH_INV) != 0;
-    say("Send with Invalidate: wc flags 0x%x (IBV_WC_WITH_INV %s), invalidated_rkey 0x%08x, advertised 0x%08x: %s",
+    /* Not every provider reports the invalidation (checked by the caller); a wrong rkey fails. */
+    say("Send with Invalidate: wc flags 0x%x, IBV_WC_WITH_INV %s, invalidated_rkey 0x%08x, advertised 0x%08x%s",
         wc.wc_flags, inv ? "set" : "not set", inv ? wc.invalidated_rkey : 0, p->inv_mr->rkey,
-        inv && wc.invalidated_rkey == p->inv_mr->rkey ? "ok" : "MISMATCH");
-    if (!inv || wc.invalidated_rkey != p->inv_mr->rkey) status = 1;
+        !inv ? "" : wc.invalidated_rkey == p->inv_mr->rkey ? ": match" : ": MISMATCH");
+    if (inv && wc.invalidated_rkey != p->inv_mr->rkey) status = 1;
   }
   struct msg c2;
   if (recv_msg(p, &c2, 1) || c2.cmd != C_ACK) return -1;
@@ -484,8 +502,11 @@ static int server_provoke(struct peer* p, const struct msg* c) {
   } else if (c->kind != P_SEND_NO_RECV) {
     if (post_recv(p, p->max + 4096)) return -1;
   }
-  struct msg ack = {.cmd = C_ACK};
-  if (send_msg(p, ack)) return -1;
+  /* The ACK's own completion is not awaited: the client acts as soon as it has the ACK, and
+   * the QP may enter the error state before the ACK completes here (watch_errors prints it). */
+  struct msg ack = {.cmd = C_ACK, .magic = MSG_MAGIC};
+  memcpy(p->ctl, &ack, sizeof ack);
+  if (post(p, IBV_WR_SEND, p->ctl, p->ctl_mr, sizeof ack, 0, 0, 0, 0)) return -1;
   say("provoke %s: waiting", name);
   watch_errors(p, c->kind == P_READ_NO_ACCESS ? 5 : 10, name);
   return 0;
@@ -502,6 +523,10 @@ static int server_conn(struct peer* p, int conn) {
   struct rdma_conn_param cp = {.initiator_depth = 16, .responder_resources = 16};
   if (rdma_accept(id, &cp)) { say("FAIL: rdma_accept: %s", strerror(errno)); return -1; }
   if (cm_wait(p, RDMA_CM_EVENT_ESTABLISHED, NULL)) return -1;
+  /* The initiator sends first (RFC 5044 without peer-to-peer mode): its hello, then ours. */
+  struct msg first;
+  if (recv_msg(p, &first, 1)) return -1;
+  if (first.cmd != C_HELLO) { say("FAIL: the client's first message is %u, not a hello", first.cmd); return -1; }
   struct msg hello = {.cmd = C_HELLO, .size = p->max, .addr = (uintptr_t)p->data, .rkey = p->data_mr->rkey,
                       .inv_addr = (uintptr_t)p->inv, .inv_rkey = p->inv_mr->rkey};
   if (send_msg(p, hello)) return -1;
@@ -561,17 +586,18 @@ static int client_connect(struct peer* p, const char* host, const char* port) {
   if (rdma_create_id(p->ec, &p->id, NULL, RDMA_PS_TCP)) { say("FAIL: rdma_create_id"); return -1; }
   struct addrinfo hints = {.ai_family = AF_INET, .ai_socktype = SOCK_STREAM}, *ai;
   if (getaddrinfo(host, port, &hints, &ai)) { say("FAIL: getaddrinfo %s", host); return -1; }
-  int rc = rdma_resolve_addr(p->id, NULL, ai->ai_addr, 5000);
+  int rr = rdma_resolve_addr(p->id, NULL, ai->ai_addr, 5000);
   freeaddrinfo(ai);
-  if (rc || cm_wait(p, RDMA_CM_EVENT_ADDR_RESOLVED, NULL)) return -1;
+  if (rr || cm_wait(p, RDMA_CM_EVENT_ADDR_RESOLVED, NULL)) return -1;
   if (rdma_resolve_route(p->id, 5000) || cm_wait(p, RDMA_CM_EVENT_ROUTE_RESOLVED, NULL)) return -1;
   struct rdma_cm_id* id = p->id;
   p->id = NULL;
   if (setup(p, id) || post_recv(p, p->max + 4096)) return -1;
   struct rdma_conn_param cp = {.initiator_depth = 16, .responder_resources = 16, .retry_count = 7};
   if (rdma_connect(p->id, &cp)) { say("FAIL: rdma_connect: %s", strerror(errno)); return -1; }
-  if (cm_wait(p, RDMA_CM_EVENT_ESTABLISHED, NULL)) return -1;
-  if (recv_msg(p, &p->hello, 1)) return -1;
+  int rc = cm_wait(p, RDMA_CM_EVENT_ESTABLISHED, NULL);
+  if (rc) return rc;
+  if (send_msg(p, (struct msg){.cmd = C_HELLO}) || recv_msg(p, &p->hello, 1)) return -1;
   if (p->hello.cmd != C_HELLO || p->hello.size < p->max) {
     say("FAIL: bad hello (size %u)", p->hello.size);
     return -1;
@@ -605,6 +631,19 @@ static int client_provoke(struct peer* p, int k) {
   return 0;
 }
 
+/* Connects, retrying (bounded) while the server is not listening yet: in the guest it is started
+ * again for each connection group, and the client may come first. */
+static int connect_retry(struct peer* p, const char* host, const char* port, int retries) {
+  for (int attempt = 0;; ++attempt) {
+    int rc = client_connect(p, host, port);
+    if (rc != -2 || attempt >= retries) return rc ? -1 : 0;
+    teardown(p);
+    usleep(500000);
+  }
+}
+
+static int connect_retries = 0;
+
 static int run_client(const char* host, const char* port, const uint32_t* sizes, int nsizes, const int* prov, int nprov) {
   uint32_t max = 4096;
   for (int i = 0; i < nsizes; ++i)
@@ -615,7 +654,7 @@ static int run_client(const char* host, const char* port, const uint32_t* sizes,
   int failed = 0, conn = 0;
   if (nsizes >= 0) {
     conn++;
-    int rc = client_connect(&p, host, port) || client_data(&p, sizes, nsizes);
+    int rc = connect_retry(&p, host, port, connect_retries) || client_data(&p, sizes, nsizes);
     if (!rc) rc = send_msg(&p, (struct msg){.cmd = C_DONE});
     if (!rc) {
       const double deadline = now() + 3;
@@ -627,7 +666,7 @@ static int run_client(const char* host, const char* port, const uint32_t* sizes,
   }
   for (int i = 0; i < nprov; ++i) {
     conn++;
-    int rc = client_connect(&p, host, port) || client_provoke(&p, prov[i]);
+    int rc = connect_retry(&p, host, port, connect_retries) || client_provoke(&p, prov[i]);
     if (p.id) rdma_disconnect(p.id);
     say("connection %d (provoke %s): %s", conn, provoke_names[prov[i]], rc ? "FAILED" : "done");
     if (rc) failed++;
@@ -640,7 +679,7 @@ static int run_client(const char* host, const char* port, const uint32_t* sizes,
 static void usage(void) {
   fprintf(stderr,
           "usage: verbs_peer server -p PORT [-a ADDR] [-c CONNECTIONS] [-t SECS]\n"
-          "       verbs_peer client -a HOST -p PORT [-s SIZES|none] [-x PROVOCATIONS] [-t SECS]\n");
+          "       verbs_peer client -a HOST -p PORT [-s SIZES|none] [-x PROVOCATIONS] [-r RETRIES] [-t SECS]\n");
   exit(2);
 }
 
@@ -660,6 +699,7 @@ int main(int argc, char** argv) {
     else if (!strcmp(a, "-t")) timeout_s = atoi(v);
     else if (!strcmp(a, "-s")) sizes_arg = v;
     else if (!strcmp(a, "-x")) prov_arg = v;
+    else if (!strcmp(a, "-r")) connect_retries = atoi(v);
     else usage();
   }
   if (!port) usage();
