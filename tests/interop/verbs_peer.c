@@ -551,9 +551,12 @@ static int server_conn(struct peer* p, int conn) {
     if (ack.status) rc = -1;
     if (send_msg(p, ack)) { rc = -1; break; }
   }
+  /* After C_DONE the client disconnects; otherwise (or if it does not within 5 s) we do. */
+  double deadline = now() + 5;
+  while (rc == 0 && now() < deadline && !drain_cm(p)) usleep(10000);
   if (!p->disconnected) rdma_disconnect(p->id);
   /* Wait (bounded) for the disconnect to complete on our side. */
-  const double deadline = now() + 3;
+  deadline = now() + 3;
   while (now() < deadline && !drain_cm(p)) usleep(10000);
   say("connection %d: %s", conn, rc ? "FAILED" : "done");
   teardown(p);
@@ -655,8 +658,11 @@ static int run_client(const char* host, const char* port, const uint32_t* sizes,
   if (nsizes >= 0) {
     conn++;
     int rc = connect_retry(&p, host, port, connect_retries) || client_data(&p, sizes, nsizes);
+    /* The client, which sends last, closes: siw fails a Send it has already transmitted with
+     * "local QP operation error" when the peer closes right after receiving it. */
     if (!rc) rc = send_msg(&p, (struct msg){.cmd = C_DONE});
     if (!rc) {
+      rdma_disconnect(p.id);
       const double deadline = now() + 3;
       while (now() < deadline && !drain_cm(&p)) usleep(10000);
     }
