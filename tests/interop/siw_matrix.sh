@@ -8,7 +8,7 @@
 #   - verbs_peer (tests/interop/verbs_peer.c, the same binary in the guest over siw and on the
 #     host over uwarp): Send, RDMA Write, RDMA Read from 1 B to 16 MiB with data verified,
 #     zero-length operations, Send with Solicited Event, Send with Invalidate, in both roles and
-#     every siw flavour; and nine provoked Terminates in each direction.
+#     every siw flavour; and eleven provoked Terminates in each direction.
 # Every cell captures its traffic in the guest (eth0) and checks it with tshark: every frame
 # decodes as MPA / DDP / RDMAP, no "Malformed", no "Bad CRC32", no undecoded data segment, no
 # packet dropped by the capture; cells with CRC must show "Good CRC32". Error cells also compare
@@ -29,6 +29,8 @@ client="$bin/rping_client"
 run="$bin/uwarp-run"
 peer="$bin/verbs_peer"
 [ -x "$client" ] || { echo "siw_matrix: $client missing" >&2; exit 1; }
+# One instance name per cell (interop-mPORT): a guest left behind by a failed cell cannot
+# collide with the next one.
 vm=(--name interop-matrix)
 work=$(mktemp -d)
 share="$work/share"
@@ -184,6 +186,7 @@ active() {
   for ((attempt = 1; attempt <= attempts; attempt++)); do
     port=$((port + 1))
     cap="c$port"
+    vm=(--name "interop-m$port")
     problems=()
     : >"$work/host.log"
     : >"$work/guest.log"
@@ -192,6 +195,7 @@ active() {
         --script "$share/$cap.sh" >"$work/start.log" 2>&1; then
       cp "$work/start.log" "$work/guest.log"
       problems+=("the guest did not start")
+      "$harness" stop "${vm[@]}" >/dev/null 2>&1
       return
     fi
     timeout 150 bash -c "${4//PORT/$port}" >"$work/host.log" 2>&1
@@ -226,6 +230,7 @@ passive() {
   for ((attempt = 1; attempt <= attempts; attempt++)); do
     port=$((port + 1))
     cap="c$port"
+    vm=(--name "interop-m$port")
     problems=()
     : >"$work/host.log"
     : >"$work/guest.log"
@@ -284,7 +289,7 @@ finish "rping_client -> siw rping -s: siw's Terminate for a Write to an unknown 
 # cannot RDMA Read (a revision-1 request carries no IRD/ORD, so librdmacm gives it ORD 0, as
 # with two siw peers; docs/interop.md). The cell checks exactly that: the revision-1 exchange on
 # the wire, uwarp's first Send received (rping -s only posts its Read after it), siw's failure.
-port=$((port + 1)); cap="c$port"; problems=(); : >"$work/attempts.log"
+port=$((port + 1)); cap="c$port"; problems=(); : >"$work/attempts.log"; vm=(--name "interop-m$port")
 guest_script "$cap" "rping -s -a \$GUEST_IP -p $port -v -C 1"
 if "$harness" start "${vm[@]}" --share "$share" --fwd "$port" --timeout 60 --script "$share/$cap.sh" >"$work/start.log" 2>&1; then
   timeout 60 "$client" --port "$port" --count 1 --mpa1 --timeout-ms 8000 >"$work/host.log" 2>&1
@@ -379,14 +384,14 @@ if [ -x "$run" ] && [ -x "$peer" ]; then
   done
 
   # --- 4. provoked Terminates, both directions ---------------------------------------------------
-  provocations=write-bad-stag,write-oob,write-invalidated,read-bad-stag,read-oob,read-no-access,send-no-recv,send-too-long,sendinv-bad-stag
+  provocations=write-bad-stag,write-oob,write-invalidated,read-bad-stag,read-oob,read-no-access,send-no-recv,send-too-long,sendinv-bad-stag,write-no-access,write-other-pd
   # section LOG NAME: the lines a peer printed for one provocation.
   section() { awk -v p="provoke $2" 'index($0, p) && !index($0, p "-") {on = 1} on {print} on && index($0, p ": error reported") {exit}' "$1"; }
   # expect_in LOG NAME PATTERN SIDE
   expect_in() { section "$1" "$2" | grep -qE -- "$3" || problems+=("$4, $2: no '$3'"); }
 
   # uwarp provokes, siw answers (siw's Terminates: its layout, layer and etype swapped).
-  active "" default "./verbs_peer server -p PORT -c 9" "$run $peer client -a 127.0.0.1 -p PORT -s none -x $provocations"
+  active "" default "./verbs_peer server -p PORT -c 11" "$run $peer client -a 127.0.0.1 -p PORT -s none -x $provocations"
   for p in ${provocations//,/ }; do
     [ "$p" = read-no-access ] && continue
     expect_in "$work/host.log" "$p" "error reported: yes" uwarp
@@ -394,6 +399,8 @@ if [ -x "$run" ] && [ -x "$peer" ]; then
   expect_in "$work/host.log" read-bad-stag "remote access error \(10\), opcode 2, .*vendor_err 0x10000700" uwarp
   expect_in "$work/host.log" read-oob "remote access error \(10\), opcode 2, .*vendor_err 0x10010700" uwarp
   expect_in "$work/host.log" write-bad-stag "async event: local access violation" uwarp
+  expect_in "$work/host.log" write-no-access "async event: local access violation" uwarp
+  expect_in "$work/host.log" write-other-pd "async event: local access violation" uwarp
   expect_in "$work/host.log" send-no-recv "async event: local work queue catastrophic" uwarp
   # siw does not check remote read access: the Read succeeds, nobody reports an error.
   expect_in "$work/host.log" read-no-access "status success \(0\), opcode 2" uwarp
@@ -401,28 +408,30 @@ if [ -x "$run" ] && [ -x "$peer" ]; then
   expect_in "$work/guest.log" read-no-access "error reported: no" siw
   if [ "$have_tshark" = 1 ]; then
     got=$(terminates "$cap" | awk -v p="$port" '$1 == p {print $2}' | tr '\n' ' ')
-    want="11000300 11010300 11000300 10000700 10010700 21020300 21020300 20090300 "
+    want="11000300 11010300 11000300 10000700 10010700 21020300 21020300 20090300 11000300 11020300 "
     [ "$got" = "$want" ] || problems+=("wire: siw's Terminates '$got', expected '$want'")
   fi
-  finish "uwarp-run verbs_peer provokes 9 errors -> siw answers with Terminates, uwarp reports them"
+  finish "uwarp-run verbs_peer provokes 11 errors -> siw answers with Terminates, uwarp reports them"
 
   # siw provokes, uwarp answers (RFC 5040 layout).
-  passive "" default "$run $peer server -p PORT -c 9" "./verbs_peer client -a \$HOST_IP -p PORT -s none -r 20 -x $provocations"
+  passive "" default "$run $peer server -p PORT -c 11" "./verbs_peer client -a \$HOST_IP -p PORT -s none -r 20 -x $provocations"
   for p in ${provocations//,/ }; do
     expect_in "$work/host.log" "$p" "error reported: yes" uwarp
     expect_in "$work/guest.log" "$p" "error reported: yes" siw
   done
   expect_in "$work/host.log" write-bad-stag "async event: local access violation" uwarp
   expect_in "$work/host.log" write-invalidated "async event: local access violation" uwarp
+  expect_in "$work/host.log" write-no-access "async event: local access violation" uwarp
+  expect_in "$work/host.log" write-other-pd "async event: local access violation" uwarp
   expect_in "$work/host.log" send-no-recv "async event: local work queue catastrophic" uwarp
   expect_in "$work/host.log" send-too-long "status local length error \(1\), opcode 128" uwarp
   expect_in "$work/host.log" sendinv-bad-stag "status remote invalid request error \(9\), opcode 128" uwarp
   if [ "$have_tshark" = 1 ]; then
     got=$(terminates "$cap" | awk -v p="$port" '$1 == p {print $2}' | tr '\n' ' ')
-    want="1100c000 1101c000 1100c000 0100e000 0101e000 0102e000 1202c000 1205c000 0109c000 "
+    want="1100c000 1101c000 1100c000 0100e000 0101e000 0102e000 1202c000 1205c000 0109c000 1100c000 1102c000 "
     [ "$got" = "$want" ] || problems+=("wire: uwarp's Terminates '$got', expected '$want'")
   fi
-  finish "siw verbs_peer provokes 9 errors -> uwarp answers with Terminates, siw reports them"
+  finish "siw verbs_peer provokes 11 errors -> uwarp answers with Terminates, siw reports them"
 else
   echo "siw_matrix: verbs_peer cells SKIPPED: build/bin/uwarp-run or build/bin/verbs_peer missing (libibverbs-dev, librdmacm-dev)"
 fi

@@ -41,7 +41,7 @@
 enum { MSG_MAGIC = 0x75776d31 };
 enum cmd {
   C_HELLO = 1, /* client -> server first (the initiator sends first), then server -> client:
-                  addr, rkey, inv_addr, inv_rkey, size */
+                  addr, rkey, inv_addr, inv_rkey, noacc_*, other_*, size */
   C_ACK,       /* status 0 = ok */
   C_SEND,      /* size, seed, kind: the next message is a data Send */
   C_CHECK,     /* size, seed: verify the data region */
@@ -53,13 +53,14 @@ enum send_kind { K_PLAIN, K_SOLICITED, K_PLAIN_SOLICITED_ARM, K_INVALIDATE };
 
 struct msg {
   uint32_t magic, cmd, size, seed, kind, status;
-  uint64_t addr, inv_addr;
-  uint32_t rkey, inv_rkey;
+  uint64_t addr, inv_addr, noacc_addr, other_addr;
+  uint32_t rkey, inv_rkey, noacc_rkey, other_rkey;
 };
 
 enum provoke {
   P_WRITE_BAD_STAG, P_WRITE_OOB, P_WRITE_INVALIDATED, P_READ_BAD_STAG, P_READ_OOB,
-  P_READ_NO_ACCESS, P_SEND_NO_RECV, P_SEND_TOO_LONG, P_SENDINV_BAD_STAG, P_COUNT
+  P_READ_NO_ACCESS, P_SEND_NO_RECV, P_SEND_TOO_LONG, P_SENDINV_BAD_STAG, P_WRITE_NO_ACCESS,
+  P_WRITE_OTHER_PD, P_COUNT
 };
 static const char* const provoke_names[P_COUNT] = {
     "write-bad-stag",      /* RDMA Write to an STag the server never registered */
@@ -71,6 +72,8 @@ static const char* const provoke_names[P_COUNT] = {
     "send-no-recv",        /* Send while the server has no receive posted */
     "send-too-long",       /* Send of 64 bytes into a 16-byte receive */
     "sendinv-bad-stag",    /* Send with Invalidate of an unknown STag */
+    "write-no-access",     /* RDMA Write to a region registered without remote write */
+    "write-other-pd",      /* RDMA Write to a region of another protection domain */
 };
 enum { BAD_STAG = 0x5eadbe00u, INV_LEN = 4096 };
 
@@ -120,6 +123,9 @@ struct peer {
   uint32_t max;                 /* data size limit */
   uint8_t *data, *recv, *ctl, *inv;  /* ctl: [0, 2048) to send, [2048, 4096) to receive */
   struct ibv_mr *data_mr, *recv_mr, *ctl_mr, *inv_mr;
+  uint8_t* spare;               /* [0, 4096): remote read only; [4096, 8192): in other_pd */
+  struct ibv_pd* other_pd;
+  struct ibv_mr *noacc_mr, *other_mr;
   struct msg hello;             /* client: the server's description */
   int errors_seen;              /* error completions, async events */
   int disconnected;             /* RDMA_CM_EVENT_DISCONNECTED seen */
@@ -267,15 +273,25 @@ static int setup(struct peer* p, struct rdma_cm_id* id) {
   /* The region the client invalidates (remote write, no remote read). */
   p->inv_mr = ibv_reg_mr(p->pd, p->inv, INV_LEN, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
   if (!p->data_mr || !p->recv_mr || !p->ctl_mr || !p->inv_mr) { say("FAIL: ibv_reg_mr: %s", strerror(errno)); return -1; }
+  /* Targets for the write-no-access and write-other-pd provocations. */
+  p->spare = aligned_alloc(4096, 8192);
+  p->other_pd = ibv_alloc_pd(p->verbs);
+  if (!p->spare || !p->other_pd) { say("FAIL: spare region: %s", strerror(errno)); return -1; }
+  memset(p->spare, 0, 8192);
+  p->noacc_mr = ibv_reg_mr(p->pd, p->spare, 4096, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_READ);
+  p->other_mr = ibv_reg_mr(p->other_pd, p->spare + 4096, 4096, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
+  if (!p->noacc_mr || !p->other_mr) { say("FAIL: ibv_reg_mr (spare): %s", strerror(errno)); return -1; }
   return 0;
 }
 
 static void teardown(struct peer* p) {
   if (p->qp) rdma_destroy_qp(p->id);
   p->qp = NULL;
-  struct ibv_mr* mrs[] = {p->data_mr, p->recv_mr, p->ctl_mr, p->inv_mr};
-  for (size_t i = 0; i < 4; ++i)
+  struct ibv_mr* mrs[] = {p->data_mr, p->recv_mr, p->ctl_mr, p->inv_mr, p->noacc_mr, p->other_mr};
+  for (size_t i = 0; i < sizeof mrs / sizeof mrs[0]; ++i)
     if (mrs[i]) ibv_dereg_mr(mrs[i]);
+  if (p->other_pd) ibv_dealloc_pd(p->other_pd);
+  free(p->spare);
   if (p->scq) ibv_destroy_cq(p->scq);
   if (p->rcq) ibv_destroy_cq(p->rcq);
   if (p->sch) ibv_destroy_comp_channel(p->sch);
@@ -528,7 +544,9 @@ static int server_conn(struct peer* p, int conn) {
   if (recv_msg(p, &first, 1)) return -1;
   if (first.cmd != C_HELLO) { say("FAIL: the client's first message is %u, not a hello", first.cmd); return -1; }
   struct msg hello = {.cmd = C_HELLO, .size = p->max, .addr = (uintptr_t)p->data, .rkey = p->data_mr->rkey,
-                      .inv_addr = (uintptr_t)p->inv, .inv_rkey = p->inv_mr->rkey};
+                      .inv_addr = (uintptr_t)p->inv, .inv_rkey = p->inv_mr->rkey,
+                      .noacc_addr = (uintptr_t)p->spare, .noacc_rkey = p->noacc_mr->rkey,
+                      .other_addr = (uintptr_t)p->spare + 4096, .other_rkey = p->other_mr->rkey};
   if (send_msg(p, hello)) return -1;
   int rc = 0;
   for (int steps = 0; steps < 10000; ++steps) {
@@ -628,6 +646,8 @@ static int client_provoke(struct peer* p, int k) {
     case P_SEND_NO_RECV: rc = post(p, IBV_WR_SEND, p->data, p->data_mr, 64, 0, 0, 0, 0); break;
     case P_SEND_TOO_LONG: rc = post(p, IBV_WR_SEND, p->data, p->data_mr, 64, 0, 0, 0, 0); break;
     case P_SENDINV_BAD_STAG: rc = post(p, IBV_WR_SEND_WITH_INV, p->data, p->data_mr, 16, 0, 0, BAD_STAG, 0); break;
+    case P_WRITE_NO_ACCESS: rc = post(p, IBV_WR_RDMA_WRITE, p->data, p->data_mr, 64, h->noacc_addr, h->noacc_rkey, 0, 0); break;
+    case P_WRITE_OTHER_PD: rc = post(p, IBV_WR_RDMA_WRITE, p->data, p->data_mr, 64, h->other_addr, h->other_rkey, 0, 0); break;
   }
   if (rc) return -1;
   watch_errors(p, k == P_READ_NO_ACCESS ? 5 : 10, name);
