@@ -3,8 +3,9 @@
 // iteration: Send the source buffer's address/rkey/length; the server RDMA Reads it and Sends
 // "go ahead"; Send the sink buffer's description; the server RDMA Writes into it and Sends
 // again; the sink must then equal the source.
-//   rping_client --port P [--host H] [--count N] [--size S] [--crc] [--p2p] [--timeout-ms T]
-//                [--provoke-terminate]
+//   rping_client --port P [--host H] [--count N] [--size S] [--crc] [--p2p] [--mpa1]
+//                [--timeout-ms T] [--provoke-terminate]
+// --mpa1: initiate with MPA revision 1 (no IRD/ORD words, no peer-to-peer).
 // --provoke-terminate: after the pings, RDMA Write to an STag the server never registered; the
 // server must answer with a Terminate, which uwarp reports as an async event (checked).
 #include <arpa/inet.h>
@@ -69,6 +70,7 @@ int main(int argc, char** argv) {
     else if (a == "--timeout-ms") timeout_ms = std::atoi(next());
     else if (a == "--crc") params.crc = true;
     else if (a == "--p2p") params.peer_to_peer = true;
+    else if (a == "--mpa1") params.mpa_revision = 1;
     else if (a == "--provoke-terminate") provoke_terminate = true;
     else {
       std::fprintf(stderr, "rping_client: unknown argument %s\n", a.c_str());

@@ -1449,6 +1449,19 @@ TEST(verbs_stream_simulator, SiwTerminateWithSwappedLayerIsReadBothWays) {
   EXPECT_EQ(status_for_remote_terminate(0x20020000), WcStatus::kRemoteOperationError);  // LLP/0/2
 }
 
+TEST(verbs_stream_simulator, SiwTerminateFlagBitsSelectTheSwappedReading) {
+  // Seen from Linux 6.1 siw (docs/interop.md): an RDMA Read of an unknown STag and one beyond
+  // the region get RDMAP / remote protection / 0x00 and 0x01, written 10 00 07 00 and
+  // 10 01 07 00 (M, D, R in the low bits of the third byte). Read as RFC 5040 that is DDP / 0.
+  EXPECT_EQ(status_for_remote_terminate(0x10000700), WcStatus::kRemoteAccessError);
+  EXPECT_EQ(status_for_remote_terminate(0x10010700), WcStatus::kRemoteAccessError);
+  // siw's Write to an unknown STag (DDP / 1 / 0x00, flags M and D).
+  EXPECT_EQ(status_for_remote_terminate(0x11000300), WcStatus::kRemoteAccessError);
+  // The RFC layout with its flags (0xE0) is read as written: DDP / 0 is catastrophic.
+  EXPECT_EQ(status_for_remote_terminate(0x1000e000), WcStatus::kRemoteOperationError);
+  EXPECT_EQ(status_for_remote_terminate(0x0100e000), WcStatus::kRemoteAccessError);  // RDMAP/1
+}
+
 TEST(verbs_stream_simulator, BytesAfterAReceivedTerminateDoNotProvokeATerminate) {
   // A Terminate and more FPDUs in one read: reception ends at the Terminate, quietly.
   Sim s;
