@@ -94,9 +94,10 @@ class Stream final : public io::IoHandler,
 
  private:
   // The bounce buffer starts small (an idle QP costs little memory) and doubles, up to the
-  // largest size, each time a receive fills it.
+  // largest size, each time a receive fills it. 32 KiB: 4 KiB Writes over 1000 QPs cost 47 KiB
+  // per QP in all (70 KiB with 64 KiB), at the same single-QP speed (docs/performance.md).
   static constexpr std::size_t kBounceInitial = 4 * 1024;
-  static constexpr std::size_t kBounceSize = 64 * 1024;
+  static constexpr std::size_t kBounceSize = 32 * 1024;
   static constexpr std::size_t kDirectMin = 2048;
   static constexpr std::size_t kSmallRead = 512;
 
