@@ -5,7 +5,8 @@
 // Per size the client sends a request {size, stream messages, ping-pong messages}; then
 // - bandwidth: it streams the messages; the server receives them all and answers one byte; the
 //   time runs from the first byte sent to that answer;
-// - latency: a ping-pong of one message each way, reported as half the round trip.
+// - latency: a ping-pong of one message each way, reported as half the round trip; both ends
+//   poll their socket (non-blocking receives, yielding between them) as uwarp's side polls.
 #include <arpa/inet.h>
 #include <netdb.h>
 #include <netinet/in.h>
@@ -14,6 +15,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
@@ -56,6 +58,23 @@ bool recv_all(int fd, void* data, std::size_t n) {
   return true;
 }
 
+// For the ping-pong: spins on a non-blocking receive, yielding the core between tries, as
+// uwarp-perf's uwarp side polls its CQ; a blocking receive would add a wake-up per message.
+bool recv_all_polling(int fd, void* data, std::size_t n) {
+  auto* p = static_cast<std::uint8_t*>(data);
+  while (n > 0) {
+    const ssize_t k = ::recv(fd, p, n, MSG_DONTWAIT);
+    if (k < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) {
+      std::this_thread::yield();
+      continue;
+    }
+    if (k <= 0) return false;
+    p += k;
+    n -= static_cast<std::size_t>(k);
+  }
+  return true;
+}
+
 void set_nodelay(int fd) {
   const int one = 1;
   ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
@@ -69,7 +88,8 @@ bool serve_request(int fd, const TcpRequest& req) {
   const std::uint8_t done = 1;
   if (!send_all(fd, &done, 1)) return false;
   for (std::uint32_t i = 0; i < req.pingpong_iters; ++i)
-    if (!recv_all(fd, buf.data(), req.size) || !send_all(fd, buf.data(), req.size)) return false;
+    if (!recv_all_polling(fd, buf.data(), req.size) || !send_all(fd, buf.data(), req.size))
+      return false;
   return true;
 }
 
@@ -132,7 +152,7 @@ bool measure(int fd, const Options& o, std::uint32_t size, SizeResult& r) {
   us.reserve(pingpongs);
   for (std::uint32_t i = 0; i < pingpongs && ok; ++i) {
     const auto s = Clock::now();
-    ok = send_all(fd, src.data(), size) && recv_all(fd, dst.data(), size);
+    ok = send_all(fd, src.data(), size) && recv_all_polling(fd, dst.data(), size);
     us.push_back(std::chrono::duration<double, std::micro>(Clock::now() - s).count() / 2);
   }
   r.lat_iters = pingpongs;
