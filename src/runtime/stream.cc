@@ -47,6 +47,7 @@ void Stream::start(const verbs::LinkParams& params, ConstByteSpan early_bytes) {
   std::lock_guard lock(mu_);
   std::lock_guard qlock(qp_->mutex());
   mss_ = io::tcp_mss(fd_.get());
+  mss_checked_ = Clock::now();
   verbs::LinkParams p = params;
   p.max_ulpdu = max_ulpdu_for_mss(mss_);
   qp_->attach_link_locked(this, p);
@@ -85,7 +86,12 @@ void Stream::check_silent_peer(int round) {
 }
 
 void Stream::refresh_fpdu_size_locked() {
-  // Linux siw reads the MSS before each FPDU; a path MTU change is rare, so once per batch.
+  // Linux siw reads the MSS before each FPDU. A path MTU change is rare, and an FPDU sized for
+  // the old MSS is still correct (TCP splits it; the peer reassembles), so the system call is
+  // made at most every kMssRecheck: it was the most frequent one on the small-message path.
+  const Clock::time_point now = Clock::now();
+  if (now - mss_checked_ < kMssRecheck) return;
+  mss_checked_ = now;
   const std::size_t mss = io::tcp_mss(fd_.get());
   if (mss != 0 && mss != mss_) {
     mss_ = mss;

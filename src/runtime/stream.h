@@ -148,6 +148,8 @@ class Stream final : public io::IoHandler,
   std::uint64_t rx_bytes_ = 0;
   std::uint64_t tx_bytes_ = 0;
   std::size_t mss_ = 0;
+  static constexpr std::chrono::milliseconds kMssRecheck{100};
+  Clock::time_point mss_checked_{};  // when refresh_fpdu_size_locked last read the MSS
 };
 
 // The largest ULPDU for a TCP MSS, as Linux siw sizes FPDUs: the MSS rounded down to a multiple
