@@ -166,47 +166,31 @@ TEST(BusyPoll, ArmingTheCqHandsReceivingBackToTheProgressThread) {
   ConnectedPair p;
   ASSERT_TRUE(p.connected);
   // A server-side QP whose CQ has a channel, connected to a new client QP.
-  int tag = 0;
-  ProtectionDomain pd = p.context().alloc_pd().value();
-  CompletionChannel ch = p.context().create_comp_channel().value();
-  CompletionQueue cq = p.context().create_cq(64, &ch, &tag).value();
-  QueuePair sqp = pd.create_qp({.send_cq = &cq, .recv_cq = &cq}).value();
-  std::vector<std::uint8_t> buf(256);
-  MemoryRegion mr = pd.reg_mr(buf.data(), buf.size(), access::kLocalWrite).value();
-  EventChannel& events = p.server_events();
-  auto listener = events.listen("127.0.0.1", 0).value();
-  ProtectionDomain cpd = p.context().alloc_pd().value();
-  CompletionQueue ccq = p.context().create_cq(64).value();
-  QueuePair cqp = cpd.create_qp({.send_cq = &ccq, .recv_cq = &ccq}).value();
-  auto conn = p.client_events().connect("127.0.0.1", listener.port(), cqp).value();
-  auto req = wait_event(events, CmEventType::kConnectRequest);
-  ASSERT_TRUE(req);
-  ASSERT_TRUE(req->connection.accept(sqp, {}));
-  ASSERT_TRUE(wait_event(events, CmEventType::kEstablished));
-  ASSERT_TRUE(wait_event(p.client_events(), CmEventType::kEstablished));
+  EventedConnection c(p);
+  ASSERT_TRUE(c.accept());
   std::uint8_t payload[16] = {1, 2, 3};
   for (std::uint64_t i = 0; i < 20; ++i) {
-    Sge r{reinterpret_cast<std::uintptr_t>(buf.data()), 64, mr.lkey()};
-    ASSERT_TRUE(sqp.post_recv({i, {&r, 1}}));
+    Sge r{reinterpret_cast<std::uintptr_t>(c.buf.data()), 64, c.mr.lkey()};
+    ASSERT_TRUE(c.sqp.post_recv({i, {&r, 1}}));
     WorkCompletion wc[4];
     const auto until = Clock::now() + std::chrono::milliseconds(1);
-    while (Clock::now() < until) ASSERT_EQ(cq.poll(wc), 0u);  // claim the stream
-    ASSERT_TRUE(cq.req_notify(false));
-    ASSERT_EQ(cq.poll(wc), 0u);  // the usual poll after arming
+    while (Clock::now() < until) ASSERT_EQ(c.cq.poll(wc), 0u);  // claim the stream
+    ASSERT_TRUE(c.cq.req_notify(false));
+    ASSERT_EQ(c.cq.poll(wc), 0u);  // the usual poll after arming
     Sge s{reinterpret_cast<std::uintptr_t>(payload), sizeof payload, 0};
     SendWr send;
     send.wr_id = i;
     send.opcode = WrOpcode::kSend;
     send.sg_list = {&s, 1};
     send.flags = send_flags::kInline | send_flags::kSignaled;
-    ASSERT_TRUE(cqp.post_send(send));
-    auto ev = ch.get_event(10000);
+    ASSERT_TRUE(c.cqp.post_send(send));
+    auto ev = c.ch.get_event(10000);
     ASSERT_TRUE(ev) << "no completion event, round " << i;
-    EXPECT_EQ(*ev, &tag);
-    ASSERT_EQ(cq.poll(wc), 1u);
+    EXPECT_EQ(*ev, &c.tag);
+    ASSERT_EQ(c.cq.poll(wc), 1u);
     EXPECT_EQ(wc[0].wr_id, i);
     EXPECT_EQ(wc[0].status, WcStatus::kSuccess);
-    ASSERT_TRUE(wait_wc(ccq));
+    ASSERT_TRUE(wait_wc(c.ccq));
   }
 }
 

@@ -100,49 +100,33 @@ INSTANTIATE_TEST_SUITE_P(
 TEST(LoopbackEvents, SolicitedEventFiresOnlyForSolicitedSends) {
   ConnectedPair p;
   ASSERT_TRUE(p.connected);
-  // This test needs a receiving CQ with a completion channel, so it sets up a second
-  // connection by hand through the pair's context and event channels.
-  int tag = 0;
-  ProtectionDomain pd = p.context().alloc_pd().value();
-  CompletionChannel ch = p.context().create_comp_channel().value();
-  CompletionQueue cq = p.context().create_cq(64, &ch, &tag).value();
-  QueuePair sqp = pd.create_qp({.send_cq = &cq, .recv_cq = &cq}).value();
-  std::vector<std::uint8_t> buf(256);
-  MemoryRegion mr = pd.reg_mr(buf.data(), buf.size(), access::kLocalWrite).value();
-  EventChannel& events = p.server_events();
-  auto listener = events.listen("127.0.0.1", 0).value();
-  ProtectionDomain cpd = p.context().alloc_pd().value();
-  CompletionQueue ccq = p.context().create_cq(64).value();
-  QueuePair cqp = cpd.create_qp({.send_cq = &ccq, .recv_cq = &ccq}).value();
-  auto conn = p.client_events().connect("127.0.0.1", listener.port(), cqp).value();
-  auto req = wait_event(events, CmEventType::kConnectRequest);
-  ASSERT_TRUE(req);
+  // This test needs a receiving CQ with a completion channel: a second connection.
+  EventedConnection c(p);
+  ASSERT_TRUE(c.req);
   for (std::uint64_t i = 0; i < 2; ++i) {
-    Sge r = mr.sge(i * 64, 64);
-    ASSERT_TRUE(sqp.post_recv({i, {&r, 1}}));
+    Sge r = c.mr.sge(i * 64, 64);
+    ASSERT_TRUE(c.sqp.post_recv({i, {&r, 1}}));
   }
-  ASSERT_TRUE(req->connection.accept(sqp, {}));
-  ASSERT_TRUE(wait_event(events, CmEventType::kEstablished));
-  ASSERT_TRUE(wait_event(p.client_events(), CmEventType::kEstablished));
-  ASSERT_TRUE(cq.req_notify(/*solicited_only=*/true));
+  ASSERT_TRUE(c.accept());
+  ASSERT_TRUE(c.cq.req_notify(/*solicited_only=*/true));
 
   std::vector<std::uint8_t> src(64, 7);
-  MemoryRegion smr = cpd.reg_mr(src.data(), src.size(), 0).value();
+  MemoryRegion smr = c.cpd.reg_mr(src.data(), src.size(), 0).value();
   Sge s = smr.sge(0, 16);
   ASSERT_TRUE(
-      cqp.post_send({.wr_id = 1, .opcode = WrOpcode::kSend, .sg_list = {&s, 1}, .flags = 0}));
-  auto plain = wait_wc(cq);
+      c.cqp.post_send({.wr_id = 1, .opcode = WrOpcode::kSend, .sg_list = {&s, 1}, .flags = 0}));
+  auto plain = wait_wc(c.cq);
   ASSERT_TRUE(plain);
   EXPECT_EQ(plain->flags & wc_flags::kSolicited, 0u);
-  EXPECT_FALSE(ch.get_event(200)) << "a plain Send must not fire a solicited-only arm";
-  ASSERT_TRUE(cqp.post_send({.wr_id = 2,
+  EXPECT_FALSE(c.ch.get_event(200)) << "a plain Send must not fire a solicited-only arm";
+  ASSERT_TRUE(c.cqp.post_send({.wr_id = 2,
                              .opcode = WrOpcode::kSend,
                              .sg_list = {&s, 1},
                              .flags = send_flags::kSolicited}));
-  auto ev = ch.get_event(5000);
+  auto ev = c.ch.get_event(5000);
   ASSERT_TRUE(ev);
-  EXPECT_EQ(*ev, &tag);
-  auto solicited = wait_wc(cq);
+  EXPECT_EQ(*ev, &c.tag);
+  auto solicited = wait_wc(c.cq);
   ASSERT_TRUE(solicited);
   EXPECT_NE(solicited->flags & wc_flags::kSolicited, 0u);
 }

@@ -130,4 +130,48 @@ class ConnectedPair {
   std::optional<Listener> listener_;
 };
 
+// One more connection through a ConnectedPair's context and event channels, for tests of CQ
+// events: the server QP `sqp` completes on `cq`, which has the completion channel `ch` (user
+// context &tag) and a 256-byte buffer `mr`; the client QP `cqp` completes on `ccq`. The
+// constructor stops at the connect request (check `req`), so that a test can post receives
+// before accept() completes the connection.
+struct EventedConnection {
+  explicit EventedConnection(ConnectedPair& p)
+      : pair(p),
+        pd(p.context().alloc_pd().value()),
+        ch(p.context().create_comp_channel().value()),
+        cq(p.context().create_cq(64, &ch, &tag).value()),
+        sqp(pd.create_qp({.send_cq = &cq, .recv_cq = &cq}).value()),
+        buf(256),
+        mr(pd.reg_mr(buf.data(), buf.size(), access::kLocalWrite).value()),
+        listener(p.server_events().listen("127.0.0.1", 0).value()),
+        cpd(p.context().alloc_pd().value()),
+        ccq(p.context().create_cq(64).value()),
+        cqp(cpd.create_qp({.send_cq = &ccq, .recv_cq = &ccq}).value()),
+        conn(p.client_events().connect("127.0.0.1", listener.port(), cqp).value()),
+        req(wait_event(p.server_events(), CmEventType::kConnectRequest)) {}
+
+  // Accepts the request; true once both sides are established.
+  bool accept() {
+    return req && req->connection.accept(sqp, {}) &&
+           wait_event(pair.server_events(), CmEventType::kEstablished) &&
+           wait_event(pair.client_events(), CmEventType::kEstablished);
+  }
+
+  ConnectedPair& pair;
+  int tag = 0;
+  ProtectionDomain pd;
+  CompletionChannel ch;
+  CompletionQueue cq;
+  QueuePair sqp;
+  std::vector<std::uint8_t> buf;
+  MemoryRegion mr;
+  Listener listener;
+  ProtectionDomain cpd;
+  CompletionQueue ccq;
+  QueuePair cqp;
+  Connection conn;
+  std::optional<CmEvent> req;
+};
+
 }  // namespace uwarp::testing
