@@ -347,9 +347,14 @@ void dispatch_loop(EventChannel core) {
     std::optional<CmEvent> e = core.get_event(-1);
     if (!e) continue;
     if (debug_enabled()) {
-      std::fprintf(stderr, "uwarp librdmacm: core event %s %s -> %s (%s)\n",
+      std::fprintf(stderr, "uwarp librdmacm: core event %s %s -> %s (%s)",
                    std::string(to_string(e->type)).c_str(), e->connection.local_address().c_str(),
                    e->connection.peer_address().c_str(), e->status.to_string().c_str());
+      if (e->type == CmEventType::kEstablished) {
+        std::fprintf(stderr, " MPA revision %d, CRC %s", e->connection.mpa_revision(),
+                     e->connection.crc() ? "on" : "off");
+      }
+      std::fputc('\n', stderr);
     }
     try {
       std::lock_guard lock(cma().mu);
@@ -378,6 +383,13 @@ int ensure_device() {
                  ofa::bridge_version(), ofa::kBridgeVersion);
     return fail(ENODEV);
   }
+  const char* mpa_env = std::getenv("UWARP_MPA");
+  auto mpa = parse_mpa_choice(mpa_env != nullptr ? mpa_env : "");
+  if (!mpa) {
+    std::fprintf(stderr, "uwarp librdmacm: UWARP_MPA=%s: %s\n", mpa_env, mpa.error().message().c_str());
+    return fail(EINVAL);
+  }
+  g.mpa = *mpa;
   int n = 0;
   ibv_device** list = ibv_get_device_list(&n);
   if (list == nullptr || n == 0) {

@@ -33,6 +33,7 @@
 #include <vector>
 
 #include "rdmacm/api.h"
+#include "rdmacm/mpa_choice.h"
 
 namespace uwarp::rdmacm {
 
@@ -150,6 +151,7 @@ struct Cma {
   ibv_pd* pd = nullptr;          // the default PD of every id
   std::uint8_t max_ird = 0;      // device max_qp_rd_atom
   std::uint8_t max_ord = 0;      // device max_qp_init_rd_atom
+  MpaChoice mpa;                 // from UWARP_MPA, for every connection
   std::optional<EventChannel> core;
   std::vector<IdState*> ids;  // ids with a listener or a connection: event routing targets
 };

@@ -418,6 +418,9 @@ int rdma_connect(rdma_cm_id* id, rdma_conn_param* conn_param) {
     const std::uint8_t ird = given_ird ? conn_param->responder_resources : g.max_ird;
     params.ord = at_least_one(ord);
     params.ird = at_least_one(ird);
+    params.crc = g.mpa.crc;
+    params.peer_to_peer = g.mpa.peer_to_peer;
+    params.mpa_revision = g.mpa.revision;
     params.private_data = s->connect_data;
     if (conn_param != nullptr) {
       append(params.private_data, conn_param->private_data, conn_param->private_data_len);
@@ -466,6 +469,8 @@ int rdma_accept(rdma_cm_id* id, rdma_conn_param* conn_param) {
       ConnectionParams params;
       params.ord = at_least_one(ord);
       params.ird = at_least_one(ird);
+      params.crc = g.mpa.crc;
+      params.mpa_revision = g.mpa.revision;
       if (conn_param != nullptr) {
         append(params.private_data, conn_param->private_data, conn_param->private_data_len);
       }

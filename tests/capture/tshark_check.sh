@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Captures uwarp's traffic on the loopback interface while uwarp-perf runs Send, RDMA Write and
-# RDMA Read (CRC off, then on), and checks with tshark that every frame decodes as MPA / DDP /
+# RDMA Read (CRC off, then on), and while rping runs through `uwarp-run --mpa` (CRC with
+# peer-to-peer, then MPA revision 1), and checks with tshark that every frame decodes as MPA / DDP /
 # RDMAP: no "Malformed", no "Bad CRC32", every data-carrying TCP segment claimed by the iWARP
 # dissectors. Usage: tests/capture/tshark_check.sh [BIN_DIR] [KEEP_DIR]
 set -euo pipefail
@@ -34,15 +35,43 @@ expect_absent() {  # expect_absent LABEL PATTERN FILE
   if grep -qi -- "$2" "$3"; then fail "$1: '$2' in $(basename "$3"): $(grep -i -m3 -- "$2" "$3" | tr '\n' ' ')"; fi
 }
 
-for crc in nocrc crc; do
-  port=$((20000 + RANDOM % 20000))
-  pcap="$work/uwarp-$crc.pcap"
-  timeout 60 tshark -i lo -B 256 -s 0 -f "tcp port $port" -w "$pcap" -q 2>"$work/tshark-$crc.log" &
+# start_capture NAME PORT: captures tcp port PORT on lo into $work/NAME.pcap (sets $cap).
+start_capture() {
+  timeout 60 tshark -i lo -B 256 -s 0 -f "tcp port $2" -w "$work/$1.pcap" -q 2>"$work/tshark-$1.log" &
   cap=$!
   for _ in $(seq 1 100); do
-    grep -q "Capture started" "$work/tshark-$crc.log" 2>/dev/null && break
+    grep -q "Capture started" "$work/tshark-$1.log" 2>/dev/null && break
     sleep 0.1
   done
+}
+
+# stop_and_decode NAME: ends the capture, decodes it into $work/NAME.{decode,list}.txt and
+# checks what every capture must satisfy.
+stop_and_decode() {
+  local name=$1 decode="$work/$1.decode.txt" list="$work/$1.list.txt"
+  sleep 0.5
+  kill -INT "$cap" 2>/dev/null || true
+  wait "$cap" 2>/dev/null || true
+  grep -i "dropped" "$work/tshark-$name.log" >&2 || true
+  tshark --disable-heuristic rpcrdma_iwarp -r "$work/$name.pcap" -O iwarp_mpa,iwarp_ddp_rdmap >"$decode" 2>&1
+  tshark --disable-heuristic rpcrdma_iwarp -r "$work/$name.pcap" >"$list" 2>&1
+  echo "tshark_check: $name: $(grep -c . "$list" || true) frames captured"
+  expect_absent "$name" "malformed" "$decode"
+  expect_absent "$name" "Bad CRC" "$decode"
+  expect_found "$name" "MPA Request Frame" "$list"
+  expect_found "$name" "MPA Reply Frame" "$list"
+  # Data-carrying segments that tshark shows as plain TCP (not MPA/DDP, not a reassembly
+  # fragment) would be frames the iWARP dissectors could not claim.
+  checks=$((checks + 1))
+  local undecoded
+  undecoded=$(awk '$6 == "TCP" && / Len=[1-9]/ && !/reassembled PDU/' "$list" | head -5)
+  [ -z "$undecoded" ] || fail "$name: segments not decoded as iWARP: $undecoded"
+  if [ -n "$keep" ]; then mkdir -p "$keep"; cp "$work/$name.pcap" "$decode" "$list" "$keep/"; fi
+}
+
+for crc in nocrc crc; do
+  port=$((20000 + RANDOM % 20000))
+  start_capture "uwarp-$crc" "$port"
   flags=()
   [ "$crc" = crc ] && flags=(--crc)
   for op in send write read; do
@@ -51,30 +80,42 @@ for crc in nocrc crc; do
       --no-progress "${flags[@]}" >"$work/perf-$crc-$op.txt" 2>&1 || {
       fail "uwarp-perf $op ($crc):"; cat "$work/perf-$crc-$op.txt" >&2; }
   done
-  sleep 0.5
-  kill -INT "$cap" 2>/dev/null || true
-  wait "$cap" 2>/dev/null || true
-  grep -i "dropped" "$work/tshark-$crc.log" >&2 || true
-  decode="$work/decode-$crc.txt"
-  list="$work/list-$crc.txt"
-  tshark --disable-heuristic rpcrdma_iwarp -r "$pcap" -O iwarp_mpa,iwarp_ddp_rdmap >"$decode" 2>&1
-  tshark --disable-heuristic rpcrdma_iwarp -r "$pcap" >"$list" 2>&1
-  frames=$(grep -c . "$list" || true)
-  echo "tshark_check: $crc: $frames frames captured"
-  expect_absent "$crc" "malformed" "$decode"
-  expect_absent "$crc" "Bad CRC" "$decode"
-  expect_found "$crc" "MPA Request Frame" "$list"
-  expect_found "$crc" "MPA Reply Frame" "$list"
+  stop_and_decode "uwarp-$crc"
   for what in "Send" "Write" "Read Request" "Read Response"; do
-    expect_found "$crc" "DDP/RDMA.* $what" "$list"
+    expect_found "uwarp-$crc" "DDP/RDMA.* $what" "$work/uwarp-$crc.list.txt"
   done
-  # Data-carrying segments that tshark shows as plain TCP (not MPA/DDP, not a reassembly
-  # fragment) would be frames the iWARP dissectors could not claim.
-  checks=$((checks + 1))
-  undecoded=$(awk '$6 == "TCP" && / Len=[1-9]/ && !/reassembled PDU/' "$list" | head -5)
-  [ -z "$undecoded" ] || fail "$crc: segments not decoded as iWARP: $undecoded"
-  if [ "$crc" = crc ]; then expect_found "$crc" "Good CRC32" "$decode"; fi
-  if [ -n "$keep" ]; then mkdir -p "$keep"; cp "$pcap" "$decode" "$list" "$keep/"; fi
+  if [ "$crc" = crc ]; then expect_found "uwarp-$crc" "Good CRC32" "$work/uwarp-$crc.decode.txt"; fi
 done
+
+# An unmodified program asking through uwarp-run --mpa for what rdma_conn_param cannot express.
+if command -v rping >/dev/null; then
+  for mpa in crc,p2p rev1; do
+    name="rping-${mpa/,/-}"
+    port=$((20000 + RANDOM % 20000))
+    start_capture "$name" "$port"
+    timeout 30 "$bin/uwarp-run" --mpa "$mpa" rping -s -a 127.0.0.1 -p "$port" -C 3 -v >"$work/$name.server" 2>&1 &
+    server=$!
+    sleep 0.5
+    checks=$((checks + 1))
+    timeout 30 "$bin/uwarp-run" --mpa "$mpa" rping -c -a 127.0.0.1 -p "$port" -C 3 -v >"$work/$name.client" 2>&1 &&
+      wait "$server" || { fail "$name: rping failed"; cat "$work/$name.client" "$work/$name.server" >&2; }
+    stop_and_decode "$name"
+    expect_found "$name" "rdma-ping-2" "$work/$name.client"
+    if [ "$mpa" = rev1 ]; then
+      expect_found "$name" "Revision: 1" "$work/$name.decode.txt"
+    else
+      expect_found "$name" "CRC flag: True" "$work/$name.decode.txt"
+      expect_found "$name" "Good CRC32" "$work/$name.decode.txt"
+      # The RTR: the first DDP frame is a zero-length Write from the active side (14-byte
+      # tagged header, 2-byte MPA length, 4-byte CRC).
+      checks=$((checks + 1))
+      first=$(grep -m1 "DDP/RDMA" "$work/$name.list.txt")
+      [[ "$first" == *" Write "* && "$(awk '{print $7}' <<<"$first")" == 86 ]] ||
+        fail "$name: the first DDP frame is not a zero-length Write (RTR): $first"
+    fi
+  done
+else
+  echo "tshark_check: rping (rdmacm-utils) not installed: uwarp-run --mpa not checked" >&2
+fi
 echo "tshark_check: $((checks - failures)) passed, $failures failed"
 [ "$failures" -eq 0 ]

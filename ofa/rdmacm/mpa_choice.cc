@@ -1,0 +1,29 @@
+#include "rdmacm/mpa_choice.h"
+
+#include <string>
+
+namespace uwarp::rdmacm {
+
+Result<MpaChoice> parse_mpa_choice(std::string_view text) {
+  MpaChoice c;
+  while (!text.empty()) {
+    const std::size_t comma = text.find(',');
+    const std::string_view word = text.substr(0, comma);
+    text = comma == std::string_view::npos ? std::string_view{} : text.substr(comma + 1);
+    if (word == "crc") {
+      c.crc = true;
+    } else if (word == "p2p") {
+      c.peer_to_peer = true;
+    } else if (word == "rev1") {
+      c.revision = 1;
+    } else if (!word.empty()) {
+      return error(Errc::kInvalidArgument, "unknown word '" + std::string(word) + "' (crc, p2p, rev1)");
+    }
+  }
+  if (c.peer_to_peer && c.revision == 1) {
+    return error(Errc::kInvalidArgument, "p2p needs MPA revision 2 (not with rev1)");
+  }
+  return c;
+}
+
+}  // namespace uwarp::rdmacm

@@ -1,0 +1,27 @@
+// MPA choices that rdma_conn_param cannot express: CRC, peer-to-peer mode (RFC 6581) and MPA
+// revision 1. An unmodified program gets them for all its connections from the environment:
+// UWARP_MPA is a comma-separated list of
+//   crc   ask for MPA CRC32c (used if either side asks)
+//   p2p   active side: peer-to-peer mode, offering a zero-length WRITE or READ as RTR (the
+//         passive side follows what the active side asks for)
+//   rev1  MPA revision 1 (no IRD/ORD exchange, no peer-to-peer)
+// Unset or empty: revision 2, no CRC, no peer-to-peer.
+#pragma once
+
+#include <cstdint>
+#include <string_view>
+
+#include "uwarp/status.h"
+
+namespace uwarp::rdmacm {
+
+struct MpaChoice {
+  bool crc = false;
+  bool peer_to_peer = false;
+  std::uint8_t revision = 2;
+};
+
+// Parses a UWARP_MPA value; the error names the word it could not use.
+Result<MpaChoice> parse_mpa_choice(std::string_view text);
+
+}  // namespace uwarp::rdmacm

@@ -1,0 +1,43 @@
+// UWARP_MPA parsing (ofa/rdmacm/mpa_choice.h): the MPA choices of unmodified programs.
+#include "rdmacm/mpa_choice.h"
+
+#include <gtest/gtest.h>
+
+namespace uwarp::rdmacm {
+namespace {
+
+TEST(MpaChoice, EmptyMeansRevisionTwoWithoutCrcOrPeerToPeer) {
+  auto c = parse_mpa_choice("");
+  ASSERT_TRUE(c);
+  EXPECT_FALSE(c->crc);
+  EXPECT_FALSE(c->peer_to_peer);
+  EXPECT_EQ(c->revision, 2);
+}
+
+TEST(MpaChoice, WordsCombineInAnyOrder) {
+  auto c = parse_mpa_choice("p2p,crc");
+  ASSERT_TRUE(c);
+  EXPECT_TRUE(c->crc);
+  EXPECT_TRUE(c->peer_to_peer);
+  EXPECT_EQ(c->revision, 2);
+  auto r = parse_mpa_choice("rev1,crc,");
+  ASSERT_TRUE(r);
+  EXPECT_TRUE(r->crc);
+  EXPECT_EQ(r->revision, 1);
+}
+
+TEST(MpaChoice, UnknownWordIsNamed) {
+  auto c = parse_mpa_choice("crc,markers");
+  ASSERT_FALSE(c);
+  EXPECT_EQ(c.error().code(), Errc::kInvalidArgument);
+  EXPECT_NE(c.error().message().find("'markers'"), std::string::npos) << c.error().message();
+}
+
+TEST(MpaChoice, PeerToPeerNeedsRevisionTwo) {
+  auto c = parse_mpa_choice("rev1,p2p");
+  ASSERT_FALSE(c);
+  EXPECT_NE(c.error().message().find("revision 2"), std::string::npos) << c.error().message();
+}
+
+}  // namespace
+}  // namespace uwarp::rdmacm
