@@ -49,11 +49,12 @@ class Client {
     h.index = kControlIndex;
     h.qps = o_.qps;
     h.length = buffer_;
+    h.flags = o_.shared_buffer ? kHelloSharedBuffer : 0;
     auto reply = connect_qp(ep_.ctrl(), h);
     if (!reply) return false;
     session_ = reply->session;
     for (std::uint32_t q = 0; q < o_.qps; ++q) {
-      DataQp& d = ep_.add_data_qp(buffer_);
+      DataQp& d = ep_.add_data_qp(buffer_, o_.shared_buffer);
       Hello dh;
       dh.index = q;
       dh.qps = o_.qps;

@@ -27,14 +27,19 @@ Endpoint::Endpoint(Context& ctx)
       ctrl_mr_(
           pd_.reg_mr(ctrl_buf_.get(), kCtrlSlots * kCtrlMsgSize, access::kLocalWrite).value()) {}
 
-DataQp& Endpoint::add_data_qp(std::size_t length) {
+DataQp& Endpoint::add_data_qp(std::size_t length, bool shared) {
   auto d = std::make_unique<DataQp>(DataQp{
       pd_.create_qp(qp_attr(cq_, 1024)).value(), nullptr, 0, MemoryRegion(ctrl_mr_), {}, {}});
-  d->buf.reset(new std::uint8_t[length]());
   d->length = length;
-  d->mr = pd_.reg_mr(d->buf.get(), length,
-                     access::kLocalWrite | access::kRemoteWrite | access::kRemoteRead)
-              .value();
+  if (shared && !data_.empty() && data_.front()->length == length) {
+    d->buf = data_.front()->buf;
+    d->mr = data_.front()->mr;
+  } else {
+    d->buf = std::shared_ptr<std::uint8_t[]>(new std::uint8_t[length]());
+    d->mr = pd_.reg_mr(d->buf.get(), length,
+                       access::kLocalWrite | access::kRemoteWrite | access::kRemoteRead)
+                .value();
+  }
   data_.push_back(std::move(d));
   return *data_.back();
 }

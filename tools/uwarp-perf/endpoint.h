@@ -31,7 +31,7 @@ constexpr std::uint32_t wr_slot(std::uint64_t id) {
 
 struct DataQp {
   QueuePair qp;
-  std::unique_ptr<std::uint8_t[]> buf;
+  std::shared_ptr<std::uint8_t[]> buf;  // shared by all data QPs with --shared-buffer
   std::size_t length = 0;
   MemoryRegion mr;
   Connection conn;
@@ -53,8 +53,9 @@ class Endpoint {
   QueuePair& ctrl() { return ctrl_qp_; }
   std::vector<std::unique_ptr<DataQp>>& data() { return data_; }
 
-  // A data QP with a buffer of `length` bytes, registered for local and remote access.
-  DataQp& add_data_qp(std::size_t length);
+  // A data QP with a buffer of `length` bytes, registered for local and remote access; shared:
+  // the buffer (and memory region) of the first data QP, if it has that length.
+  DataQp& add_data_qp(std::size_t length, bool shared = false);
   Status post_ctrl_receives();
   Status send_ctrl(const CtrlMsg& m);
   // Polls the CQ until something arrives: control receives go to ctrl_inbox (and are

@@ -27,8 +27,11 @@ void print_usage() {
       "  uwarp-perf client HOST [--port P] --op send|write|read [--size N | --sizes a,b,c]\n"
       "                    [--iters K] [--qps Q] [--depth D] [--crc] [--verify] [--json] "
       "[--no-progress] [--tcp]\n"
+      "                    [--shared-buffer]\n"
       "  uwarp-perf loopback [client options]   both ends in this process, over 127.0.0.1\n"
       "--tcp: the raw TCP baseline instead of uwarp (same sizes; stream and ping-pong)\n"
+      "--shared-buffer: all data QPs use one buffer on each side (many QPs then touch the memory\n"
+      "  of one; not with --verify)\n"
       "sizes accept K and M suffixes (4K, 1M).\n");
 }
 
@@ -154,11 +157,17 @@ std::optional<Options> parse_options(int argc, char** argv) {
       o.once = true;
     } else if (a == "--tcp") {
       o.tcp = true;
+    } else if (a == "--shared-buffer") {
+      o.shared_buffer = true;
     } else {
       std::fprintf(stderr, "uwarp-perf: unknown option %s\n", argv[i]);
       print_usage();
       return std::nullopt;
     }
+  }
+  if (o.shared_buffer && o.verify) {
+    std::fprintf(stderr, "uwarp-perf: --shared-buffer cannot be verified (QPs overwrite each other)\n");
+    return std::nullopt;
   }
   for (std::uint32_t s : o.sizes) {
     if (s > (64u << 20)) {

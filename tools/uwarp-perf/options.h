@@ -28,6 +28,7 @@ struct Options {
   bool progress = true;
   bool once = false;  // server: exit after one client
   bool tcp = false;   // the raw TCP baseline instead of uwarp
+  bool shared_buffer = false;  // one buffer for all data QPs (protocol.h: kHelloSharedBuffer)
 };
 
 // Parses argv; on error prints usage to stderr and returns nullopt.

@@ -57,7 +57,7 @@ CtrlMsg decode_ctrl(const std::uint8_t in[kCtrlMsgSize]) {
 }
 
 std::vector<std::uint8_t> encode(const Hello& h) {
-  std::vector<std::uint8_t> out(36);
+  std::vector<std::uint8_t> out(40);
   put32(out.data(), h.magic);
   put32(out.data() + 4, h.index);
   put32(out.data() + 8, h.qps);
@@ -65,11 +65,12 @@ std::vector<std::uint8_t> encode(const Hello& h) {
   put64(out.data() + 16, h.addr);
   put64(out.data() + 24, h.length);
   put32(out.data() + 32, h.session);
+  put32(out.data() + 36, h.flags);
   return out;
 }
 
 std::optional<Hello> decode_hello(std::span<const std::uint8_t> pd) {
-  if (pd.size() < 36 || get32(pd.data()) != kMagic) return std::nullopt;
+  if (pd.size() < 40 || get32(pd.data()) != kMagic) return std::nullopt;
   Hello h;
   h.index = get32(pd.data() + 4);
   h.qps = get32(pd.data() + 8);
@@ -77,6 +78,7 @@ std::optional<Hello> decode_hello(std::span<const std::uint8_t> pd) {
   h.addr = get64(pd.data() + 16);
   h.length = get64(pd.data() + 24);
   h.session = get32(pd.data() + 32);
+  h.flags = get32(pd.data() + 36);
   return h;
 }
 

@@ -46,7 +46,12 @@ struct Hello {
   std::uint32_t rkey = 0;
   std::uint64_t addr = 0;
   std::uint64_t length = 0;
+  std::uint32_t flags = 0;  // control connection: kHelloSharedBuffer
 };
+// Every data QP of the session uses one buffer (registered once) instead of a buffer each, so
+// that many QPs touch no more memory than one: what is measured is then uwarp's cost per QP,
+// not the caches' (--shared-buffer; data cannot be verified).
+inline constexpr std::uint32_t kHelloSharedBuffer = 1;
 inline constexpr std::uint32_t kControlIndex = 0xFFFFFFFFu;
 std::vector<std::uint8_t> encode(const Hello& h);
 std::optional<Hello> decode_hello(std::span<const std::uint8_t> pd);

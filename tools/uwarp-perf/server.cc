@@ -22,13 +22,14 @@ constexpr std::uint32_t kMaxRecvSlots = 64;
 
 class Session {
  public:
-  Session(Context& ctx, std::uint32_t id, std::uint32_t qps, std::size_t buffer)
-      : id_(id), qps_(qps), buffer_(buffer), ep_(ctx) {}
+  Session(Context& ctx, std::uint32_t id, std::uint32_t qps, std::size_t buffer, bool shared)
+      : id_(id), qps_(qps), buffer_(buffer), shared_(shared), ep_(ctx) {}
 
   std::uint32_t id() const { return id_; }
   Endpoint& endpoint() { return ep_; }
   bool complete() { return ep_.data().size() == qps_; }
   std::size_t buffer() const { return buffer_; }
+  bool shared_buffer() const { return shared_; }
   std::atomic<bool> finished{false};
   std::string peer;
 
@@ -217,6 +218,7 @@ class Session {
   std::uint32_t id_;
   std::uint32_t qps_;
   std::size_t buffer_;
+  bool shared_;
   Endpoint ep_;
 };
 
@@ -285,7 +287,8 @@ int run_server(const Options& o, std::atomic<bool>& stop, std::atomic<int>* boun
     Hello reply;
     if (hello->index == kControlIndex) {
       const std::uint32_t id = next_session++;
-      s = std::make_shared<Session>(*ctx, id, hello->qps, hello->length);
+      s = std::make_shared<Session>(*ctx, id, hello->qps, hello->length,
+                                    (hello->flags & kHelloSharedBuffer) != 0);
       s->peer = ev->connection.peer_address();
       sessions[id] = s;
       reply.session = id;
@@ -313,7 +316,7 @@ int run_server(const Options& o, std::atomic<bool>& stop, std::atomic<int>* boun
       continue;
     }
     s = it->second;
-    DataQp& d = s->endpoint().add_data_qp(s->buffer());
+    DataQp& d = s->endpoint().add_data_qp(s->buffer(), s->shared_buffer());
     d.peer = *hello;
     reply.session = s->id();
     reply.index = hello->index;
