@@ -76,7 +76,9 @@ class Client {
     r.qps = o_.qps;
     r.crc = o_.crc;
     r.iters = o_.iters != 0 ? o_.iters : default_iters(size);
-    if (!bandwidth(size, r)) return false;
+    SizeResult warmup = r;
+    warmup.iters = warmup_iters(r.iters);
+    if (!bandwidth(size, warmup) || !bandwidth(size, r)) return false;
     return latency(size, r);
   }
 

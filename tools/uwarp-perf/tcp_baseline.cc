@@ -131,19 +131,23 @@ bool measure(int fd, const Options& o, std::uint32_t size, SizeResult& r) {
   if (size == 0) return true;  // TCP has no zero-length messages
   const std::uint32_t pingpongs =
       static_cast<std::uint32_t>(std::min<std::uint64_t>(r.iters, size <= 65536 ? 1000 : 100));
-  const TcpRequest req{htonl(size), htonl(static_cast<std::uint32_t>(r.iters)), htonl(pingpongs)};
   std::vector<std::uint8_t> src(size), dst(size);
   fill_pattern(src.data(), size, 1);
-  if (!send_all(fd, &req, sizeof req)) {
-    r.error = "TCP request failed";
+  // The stream of `iters` messages, then the server's answer.
+  auto stream = [&](std::uint64_t iters, std::uint32_t then_pingpongs) {
+    const TcpRequest req{htonl(size), htonl(static_cast<std::uint32_t>(iters)), htonl(then_pingpongs)};
+    bool ok = send_all(fd, &req, sizeof req);
+    for (std::uint64_t i = 0; i < iters && ok; ++i) ok = send_all(fd, src.data(), size);
+    std::uint8_t done = 0;
+    return ok && recv_all(fd, &done, 1) && done == 1;
+  };
+  if (!stream(warmup_iters(r.iters), 0)) {
+    r.error = "TCP transfer failed";
     return false;
   }
 
   const auto t0 = Clock::now();
-  bool ok = true;
-  for (std::uint64_t i = 0; i < r.iters && ok; ++i) ok = send_all(fd, src.data(), size);
-  std::uint8_t done = 0;
-  ok = ok && recv_all(fd, &done, 1) && done == 1;
+  bool ok = stream(r.iters, pingpongs);
   r.seconds = std::chrono::duration<double>(Clock::now() - t0).count();
   r.gbps = double(r.iters) * size * 8 / r.seconds / 1e9;
   r.msg_rate = double(r.iters) / r.seconds;
