@@ -8,6 +8,12 @@
 // polling application): the fd's read interest is then removed from the epoll set, so that
 // further packets do not wake the loop thread for nothing, and restored by the next watch. The
 // flag stays set meanwhile, so that watch fires at once.
+//
+// Write interest likewise: senders write inline (runtime::Stream) and arm a send here only when
+// the socket is full, but every ACK that frees send space raises an EPOLLOUT edge. An EPOLLOUT
+// edge with no send or connect armed therefore removes the write interest, and the next send or
+// connect_wait restores it before it tries. Restoring (EPOLL_CTL_MOD) makes the kernel report
+// the fd again if it is writable by then, so no edge is lost in between.
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <unistd.h>
@@ -71,6 +77,7 @@ class EpollBackend final : public IoBackend {
     arm(fd, [&](FdState& s) {
       s.send_armed = true;
       s.send_iov = iov;
+      want_write_locked(fd, s);
       return s.writable;
     });
   }
@@ -79,7 +86,7 @@ class EpollBackend final : public IoBackend {
       s.watch_mode = true;
       s.watch_armed = true;
       if (maybe_readable) s.readable = true;
-      if (!s.read_interest) set_read_interest_locked(fd, s, true);
+      if (!s.read_interest) set_interest_locked(fd, s, true, s.write_interest);
       return s.readable;
     });
   }
@@ -93,6 +100,7 @@ class EpollBackend final : public IoBackend {
     arm(fd, [&](FdState& s) {
       s.connect_armed = true;
       s.writable = false;  // a connecting socket is not writable until the handshake ends
+      want_write_locked(fd, s);
       return false;
     });
   }
@@ -123,13 +131,19 @@ class EpollBackend final : public IoBackend {
         if (it == fds_.end()) continue;
         const std::uint32_t e = events[i].events;
         FdState& s = it->second;
+        bool read_interest = s.read_interest;
+        bool write_interest = s.write_interest;
         if (e & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR)) {
           s.readable = true;
-          if (s.watch_mode && !s.watch_armed && s.read_interest) {
-            set_read_interest_locked(fd, s, false);
-          }
+          if (s.watch_mode && !s.watch_armed) read_interest = false;
         }
-        if (e & (EPOLLOUT | EPOLLHUP | EPOLLERR)) it->second.writable = true;
+        if (e & (EPOLLOUT | EPOLLHUP | EPOLLERR)) {
+          s.writable = true;
+          if (!s.send_armed && !s.connect_armed) write_interest = false;
+        }
+        if (read_interest != s.read_interest || write_interest != s.write_interest) {
+          set_interest_locked(fd, s, read_interest, write_interest);
+        }
         ready_.push_back(fd);
       }
     }
@@ -157,7 +171,8 @@ class EpollBackend final : public IoBackend {
     bool connect_armed = false;
     bool watch_mode = false;    // watch_readable was used: read interest may be dropped
     bool watch_armed = false;
-    bool read_interest = true;  // EPOLLIN | EPOLLRDHUP are in the epoll set
+    bool read_interest = true;   // EPOLLIN | EPOLLRDHUP are in the epoll set
+    bool write_interest = true;  // EPOLLOUT is in the epoll set
   };
 
   // epoll_pwait2 (Linux 5.11) for microsecond timeouts, else epoll_wait rounding up to ms.
@@ -176,12 +191,19 @@ class EpollBackend final : public IoBackend {
 
   static constexpr std::uint32_t kAllEvents = EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLET;
 
-  // mu_ held.
-  void set_read_interest_locked(int fd, FdState& s, bool on) {
+  // mu_ held. EPOLLHUP and EPOLLERR are reported whatever the mask.
+  void set_interest_locked(int fd, FdState& s, bool read, bool write) {
     epoll_event ev{};
-    ev.events = on ? kAllEvents : (EPOLLOUT | EPOLLET);
+    ev.events = EPOLLET | (read ? EPOLLIN | EPOLLRDHUP : 0u) | (write ? EPOLLOUT : 0u);
     ev.data.fd = fd;
-    if (::epoll_ctl(epfd_.get(), EPOLL_CTL_MOD, fd, &ev) == 0) s.read_interest = on;
+    if (::epoll_ctl(epfd_.get(), EPOLL_CTL_MOD, fd, &ev) == 0) {
+      s.read_interest = read;
+      s.write_interest = write;
+    }
+  }
+  // mu_ held: a send or connect is being armed; it needs EPOLLOUT edges.
+  void want_write_locked(int fd, FdState& s) {
+    if (!s.write_interest) set_interest_locked(fd, s, s.read_interest, true);
   }
 
   template <typename F>
