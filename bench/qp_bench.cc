@@ -1,0 +1,142 @@
+// Google Benchmark microbenchmarks of uwarp's own work per message, without sockets: two
+// verbs::QueuePairs back to back in memory. One iteration is one message, all of it on the
+// calling thread: post it on A, fill A's transmit batch, copy the batch's bytes (what sendmsg
+// would copy), report them sent (A's completion), feed them to B (parse, check, place, B's
+// completion for a Send) and poll both CQs. What it leaves out is the kernel's part (system
+// calls, TCP) and waiting for a thread: the latency tables of docs/performance.md compare the
+// two.
+#include <benchmark/benchmark.h>
+
+#include <cstring>
+#include <memory>
+#include <vector>
+
+#include "proto/tx_batch.h"
+#include "verbs/completion_queue.h"
+#include "verbs/device.h"
+#include "verbs/protection_domain.h"
+#include "verbs/queue_pair.h"
+
+namespace uwarp::verbs {
+namespace {
+
+class NullLink final : public QpLink {
+ public:
+  void tx_ready() override {}
+  void rtr_received() override {}
+  void shutdown_requested() override {}
+  void tx_abandon() override {}
+};
+
+struct Side {
+  Side(Device& device, std::uint32_t pd_handle) : pd(pd_handle) {
+    QpConfig c;
+    c.pd = &pd;
+    c.send_cq = &scq;
+    c.recv_cq = &rcq;
+    c.caps.max_send_wr = 64;
+    c.caps.max_recv_wr = 64;
+    qp = std::make_unique<QueuePair>(device, c);
+  }
+  ProtectionDomain pd;
+  CompletionQueue scq{256, nullptr, nullptr};
+  CompletionQueue rcq{256, nullptr, nullptr};
+  std::unique_ptr<QueuePair> qp;
+  NullLink link;
+  proto::TxBatch batch;
+};
+
+class Pair {
+ public:
+  Pair(std::size_t size, bool crc) : a_(device_, 1), b_(device_, 2), wire_(size + 1024) {
+    src_ = region(a_, size);
+    dst_ = region(b_, size);
+    for (Side* s : {&a_, &b_}) {
+      LinkParams p;
+      p.crc = crc;
+      p.max_ulpdu = 65000;  // loopback's MSS: one FPDU per message here
+      std::lock_guard lock(s->qp->mutex());
+      s->qp->attach_link_locked(&s->link, p);
+    }
+  }
+
+  // One message from A to B; false if anything failed.
+  bool message(WrOpcode op, std::size_t size) {
+    if (op == WrOpcode::kSend) {
+      RecvWr rwr;
+      Sge rsge{dst_->iova, static_cast<std::uint32_t>(size), dst_->stag};
+      rwr.sg_list = {&rsge, 1};
+      if (!b_.qp->post_recv(rwr)) return false;
+    }
+    SendWr wr;
+    wr.opcode = op;
+    wr.flags = send_flags::kSignaled;
+    Sge sge{src_->iova, static_cast<std::uint32_t>(size), src_->stag};
+    wr.sg_list = {&sge, 1};
+    wr.remote_addr = dst_->iova;
+    wr.rkey = dst_->stag;
+    if (!a_.qp->post_send(wr)) return false;
+    std::size_t n = 0;
+    {
+      std::lock_guard lock(a_.qp->mutex());
+      if (!a_.qp->tx_fill_locked(a_.batch)) return false;
+      for (const iovec& v : a_.batch.pending()) {  // what sendmsg copies
+        std::memcpy(wire_.data() + n, v.iov_base, v.iov_len);
+        n += v.iov_len;
+      }
+      a_.batch.consume(n);
+      std::uint64_t cookie;
+      while (a_.batch.pop_sent(cookie)) a_.qp->tx_sent_locked(cookie);
+    }
+    {
+      std::lock_guard lock(b_.qp->mutex());
+      b_.qp->rx_feed_locked(ConstByteSpan(wire_.data(), n));
+    }
+    WorkCompletion wc[4];
+    bool ok = a_.scq.poll(wc) == 1 && wc[0].status == WcStatus::kSuccess;
+    if (op == WrOpcode::kSend) ok = ok && b_.rcq.poll(wc) == 1 && wc[0].status == WcStatus::kSuccess;
+    return ok;
+  }
+
+ private:
+  MemoryRegionRef region(Side& s, std::size_t size) {
+    buffers_.emplace_back(size + 1, 0x5a);
+    auto mr = std::make_shared<MemoryRegion>();
+    mr->addr = buffers_.back().data();
+    mr->length = size + 1;
+    mr->iova = reinterpret_cast<std::uintptr_t>(mr->addr);
+    mr->access = access::kLocalWrite | access::kRemoteWrite | access::kRemoteRead;
+    mr->pd = &s.pd;
+    device_.stags().insert(mr);
+    return mr;
+  }
+
+  Device device_;
+  Side a_, b_;
+  std::vector<std::vector<std::uint8_t>> buffers_;
+  MemoryRegionRef src_, dst_;
+  std::vector<std::uint8_t> wire_;
+};
+
+void BM_Message(benchmark::State& state, WrOpcode op) {
+  const auto size = static_cast<std::size_t>(state.range(0));
+  Pair pair(size, state.range(1) != 0);
+  for (auto _ : state) {
+    if (!pair.message(op, size)) {
+      state.SkipWithError("a message failed");
+      break;
+    }
+  }
+  state.SetItemsProcessed(state.iterations());
+  state.SetBytesProcessed(state.iterations() * static_cast<std::int64_t>(size));
+}
+
+BENCHMARK_CAPTURE(BM_Message, send, WrOpcode::kSend)
+    ->ArgNames({"size", "crc"})->ArgsProduct({{64, 4096, 65536}, {0, 1}});
+BENCHMARK_CAPTURE(BM_Message, write, WrOpcode::kRdmaWrite)
+    ->ArgNames({"size", "crc"})->ArgsProduct({{64, 4096, 65536}, {0, 1}});
+
+}  // namespace
+}  // namespace uwarp::verbs
+
+BENCHMARK_MAIN();
