@@ -35,6 +35,10 @@ struct RawMpaOptions {
   bool reject = false;
   std::uint16_t ird = 8;
   std::uint16_t ord = 8;
+  // RFC 6581 peer-to-peer bits in the IRD/ORD words (enhanced only): A, and the RTR types C, D.
+  bool peer_to_peer = false;
+  bool write_rtr = false;
+  bool read_rtr = false;
   std::vector<std::uint8_t> private_data;  // application private data (after the IRD/ORD words)
 };
 
@@ -52,6 +56,7 @@ struct RawMpaFrame {
 
 // One FPDU as received.
 struct RawFpdu {
+  std::vector<std::uint8_t> bytes;  // the whole FPDU: length field, ULPDU, pad, CRC field
   std::vector<std::uint8_t> ulpdu;  // DDP header + payload
   bool crc_ok = true;               // checked only when CRC is on
   std::optional<wire::DdpHeader> header;
@@ -199,6 +204,9 @@ class RawPeer {
       wire::MpaEnhancedWords w;
       w.ird = o.ird;
       w.ord = o.ord;
+      w.peer_to_peer = o.peer_to_peer;
+      w.write_rtr = o.write_rtr;
+      w.read_rtr = o.read_rtr;
       pd.resize(wire::kMpaEnhancedWordsSize);
       wire::encode_mpa_enhanced_words(w, pd.data());
     }
@@ -346,6 +354,7 @@ class RawPeer {
       d = wire::decode_fpdu(fpdu, false);
     }
     out.ulpdu.assign(d->ulpdu.begin(), d->ulpdu.end());
+    out.bytes = std::move(fpdu);
     auto h = wire::decode_ddp_header(out.ulpdu);
     if (h) {
       out.header = *h;
@@ -480,13 +489,14 @@ class RawPeer {
   std::size_t rx_pos_ = 0;
 };
 
-// A blocking listening socket on the loopback, for tests where uwarp is the client.
+// A blocking listening socket on the loopback, for tests where uwarp is the client. Port 0
+// picks a free port (see port()).
 class RawListener {
  public:
-  explicit RawListener(const std::string& host = "127.0.0.1") {
+  explicit RawListener(const std::string& host = "127.0.0.1", std::uint16_t port = 0) {
     sockaddr_storage ss{};
     socklen_t len = 0;
-    if (!RawPeer::make_address(host, 0, ss, len)) return;
+    if (!RawPeer::make_address(host, port, ss, len)) return;
     fd_ = ::socket(ss.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
     if (fd_ < 0) return;
     const int one = 1;

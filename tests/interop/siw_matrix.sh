@@ -8,15 +8,21 @@
 #   - verbs_peer (tests/interop/verbs_peer.c, the same binary in the guest over siw and on the
 #     host over uwarp): Send, RDMA Write, RDMA Read from 1 B to 16 MiB with data verified,
 #     zero-length operations, Send with Solicited Event, Send with Invalidate, in both roles and
-#     every siw flavour; and eleven provoked Terminates in each direction.
+#     every siw flavour; and eleven provoked Terminates in each direction;
+#   - injected faults: siw_inject (tests/interop/siw_inject.cc), a raw MPA/DDP/RDMAP peer on the
+#     host, puts malformed and out-of-contract frames on the wire to siw (verbs_peer server in
+#     the guest), and MPA replies siw refuses to siw's verbs_peer client; it checks siw's
+#     Terminates byte for byte, the cell checks what siw's application and kernel log reported.
 # Every cell captures its traffic in the guest (eth0) and checks it with tshark: every frame
 # decodes as MPA / DDP / RDMAP, no "Malformed", no "Bad CRC32", no undecoded data segment, no
-# packet dropped by the capture; cells with CRC must show "Good CRC32". Error cells also compare
-# the Terminate control words on the wire and what each side reported.
+# packet dropped by the capture; cells with CRC must show "Good CRC32" (in the injected-fault
+# cells only the frames the injector broke on purpose may fail those checks). Error cells also
+# compare the Terminate control words on the wire and what each side reported.
 #   tests/interop/siw_matrix.sh [BIN_DIR]
 # It is skipped, saying why, where the harness is absent; it fails if the harness cannot build.
 # SIW_MATRIX_KEEP=DIR keeps the captures, decodes and logs there; SIW_MATRIX_BUILD=1 rebuilds the
-# guest even when the cached one looks current.
+# guest even when the cached one looks current; SIW_MATRIX_CELLS="inject provoke ..." runs only
+# those groups of cells (rping, programs, perftest, verbs_peer, provoke, inject; default: all).
 set -uo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 bin=$(cd "${1:-$root/build/bin}" && pwd)
@@ -28,6 +34,14 @@ fi
 client="$bin/rping_client"
 run="$bin/uwarp-run"
 peer="$bin/verbs_peer"
+inject="$bin/siw_inject"
+groups="rping programs perftest verbs_peer provoke inject"
+cells=${SIW_MATRIX_CELLS:-}
+for g in ${cells//,/ }; do
+  [[ " $groups " == *" $g "* ]] || { echo "siw_matrix: SIW_MATRIX_CELLS: no group '$g' ($groups)" >&2; exit 2; }
+done
+# want GROUP: the group is selected (SIW_MATRIX_CELLS unset or empty: every group is).
+want() { [ -z "$cells" ] || [[ " ${cells//,/ } " == *" $1 "* ]]; }
 [ -x "$client" ] || { echo "siw_matrix: $client missing" >&2; exit 1; }
 # One instance name per cell (interop-mPORT): a guest left behind by a failed cell cannot
 # collide with the next one.
@@ -70,6 +84,7 @@ failed=0
 port=7174
 problems=()
 uncaptured=""
+injector=""
 
 # --- captures ---------------------------------------------------------------------------------
 
@@ -93,9 +108,32 @@ exit \$rc
 EOF
 }
 
-# check_capture NAME GUEST_LOG [crc]: the tshark check of NAME.pcap; adds to problems.
+# injected_frames PCAP INJECTOR_LOG sent|got: the numbers of the frames whose TCP payload holds
+# a frame siw_inject sent on purpose ("sent HEX", anywhere in the segment), or is exactly an
+# answer it checked byte for byte ("got HEX"), one per line.
+injected_frames() {
+  local hexes
+  hexes=$(sed -n "s/^siw_inject: [a-z0-9-]*: $3 \([0-9a-f]*\)$/\1/p" "$2" | sort -u)
+  [ -n "$hexes" ] || return 0
+  tshark -r "$1" -T fields -e frame.number -e tcp.payload 2>/dev/null |
+    awk -v hexes="$hexes" -v exact="$([ "$3" = got ] && echo 1)" '
+      BEGIN { n = split(hexes, h, "\n") }
+      $2 != "" { for (i = 1; i <= n; i++) if (exact ? $2 == h[i] : index($2, h[i])) { print $1; break } }'
+}
+
+# frames_with DECODE PATTERN: the frames whose tshark -O decode matches PATTERN (grep -Ei).
+frames_with() {
+  awk '/^Frame [0-9]+:/ { f = $2; sub(":", "", f) } { print f "\t" $0 }' "$1" |
+    grep -Ei -- "$2" | cut -f1 | sort -un
+}
+
+# check_capture NAME GUEST_LOG [crc] [INJECTOR_LOG]: the tshark check of NAME.pcap; adds to
+# problems. With INJECTOR_LOG (siw_inject's output) "Malformed" and "Bad CRC32" may occur only
+# in frames that carry bytes the injector broke on purpose, and a data segment tshark leaves
+# undecoded only in those or in exactly one of siw's answers the injector checked (tshark cannot
+# follow a stream whose MPA frame was broken on purpose).
 check_capture() {
-  local name=$1 log=$2 want_crc=${3:-} pcap="$share/$1.pcap"
+  local name=$1 log=$2 want_crc=${3:-} inj=${4:-} pcap="$share/$1.pcap"
   [ "$have_tshark" = 1 ] || return 0
   if [ ! -s "$pcap" ]; then problems+=("no capture"); return; fi
   local dropped
@@ -104,15 +142,25 @@ check_capture() {
   local decode="$work/$name.decode.txt" list="$work/$name.list.txt"
   tshark --disable-heuristic rpcrdma_iwarp -r "$pcap" -O iwarp_mpa,iwarp_ddp_rdmap >"$decode" 2>&1
   tshark --disable-heuristic rpcrdma_iwarp -r "$pcap" >"$list" 2>&1
-  grep -qi "malformed" "$decode" && problems+=("tshark: $(grep -i -m1 malformed "$decode" | sed 's/^ *//')")
-  grep -q "Bad CRC" "$decode" && problems+=("tshark: Bad CRC32")
+  local sent="" answers="" f
+  if [ -n "$inj" ]; then
+    sent=" $(injected_frames "$pcap" "$inj" sent | tr '\n' ' ') "
+    answers=" $(injected_frames "$pcap" "$inj" got | tr '\n' ' ') "
+  fi
+  for f in $(frames_with "$decode" malformed); do
+    [[ "$sent" == *" $f "* ]] || problems+=("tshark: Malformed in frame $f")
+  done
+  for f in $(frames_with "$decode" "Bad CRC"); do
+    [[ "$sent" == *" $f "* ]] || problems+=("tshark: frame $f: Bad CRC32")
+  done
   grep -q "MPA Request Frame" "$list" || problems+=("tshark: no MPA Request Frame")
   grep -q "MPA Reply Frame" "$list" || problems+=("tshark: no MPA Reply Frame")
   grep -q "DDP/RDMA" "$list" || problems+=("tshark: no DDP/RDMAP frame")
   # Data-carrying segments shown as plain TCP (not MPA/DDP, not part of a reassembly) are frames
   # the iWARP dissectors could not claim.
   local undecoded
-  undecoded=$(awk '$6 == "TCP" && / Len=[1-9]/ && !/reassembled PDU/' "$list" | head -3)
+  undecoded=$(awk -v ok="$sent $answers" '$6 == "TCP" && / Len=[1-9]/ && !/reassembled PDU/ &&
+                !index(ok, " " $1 " ")' "$list" | head -3)
   [ -z "$undecoded" ] || problems+=("tshark: undecoded segments: $undecoded")
   if [ "$want_crc" = crc ]; then
     grep -q "Good CRC32" "$decode" || problems+=("tshark: no Good CRC32")
@@ -141,6 +189,16 @@ opcodes() {
 expect() {
   grep -qE -- "$2" "$1" || problems+=("${3:-$(basename "$1" .log)}: no '$2'")
 }
+
+# section LOG NAME [WORD]: the lines verbs_peer printed for one provocation (WORD "provoke", the
+# default) or one injected fault ("inject").
+section() {
+  awk -v p="${3:-provoke} $2" 'index($0, p) && !index($0, p "-") {on = 1} on {print} on && index($0, p ": error reported") {exit}' "$1"
+}
+# expect_in LOG NAME PATTERN SIDE [WORD]: PATTERN (grep -E) in that section.
+expect_in() { section "$1" "$2" "${5:-provoke}" | grep -qE -- "$3" || problems+=("$4, $2: no '$3'"); }
+# expect_not_in LOG NAME PATTERN SIDE [WORD]: PATTERN not in that section.
+expect_not_in() { ! section "$1" "$2" "${5:-provoke}" | grep -qE -- "$3" || problems+=("$4, $2: '$3'"); }
 
 report() {  # report NAME HOST_LOG GUEST_LOG
   if [ ${#problems[@]} -eq 0 ]; then
@@ -175,13 +233,15 @@ races='RDMA_CM_EVENT_CONNECT_ERROR|RDMA_CM_EVENT_REJECTED|Unable to perform rdma
 # active NAME FLAVOUR "GUEST SERVER COMMAND" "HOST CLIENT COMMAND" [ATTEMPTS] [crc]: uwarp
 # active (host, 127.0.0.1:PORT forwarded to the guest) against siw passive. PORT in the commands
 # is replaced; the host command runs under bash -c; $uncaptured (PORT replaced too) runs in the
-# guest after the captured command. Leaves the logs in $work/host.log and $work/guest.log (the
-# last attempt's; earlier ones in $work/attempts.log) and the capture name in $cap; the caller
-# adds its checks to problems and calls finish.
+# guest after the captured command; with $injector set (to anything), the host command is
+# siw_inject, whose log tells check_capture which frames were broken on purpose. Leaves the
+# logs in $work/host.log and $work/guest.log (the last attempt's; earlier ones in
+# $work/attempts.log) and the capture name in $cap; the caller adds its checks to problems and
+# calls finish.
 active() {
-  local name=$1 flavour=$2 attempts=${5:-1} crc=${6:-} extra=$uncaptured
+  local name=$1 flavour=$2 attempts=${5:-1} crc=${6:-} extra=$uncaptured inj=$injector
   local host_rc=1 guest_rc=1 attempt
-  uncaptured=""
+  uncaptured="" injector=""
   : >"$work/attempts.log"
   for ((attempt = 1; attempt <= attempts; attempt++)); do
     port=$((port + 1))
@@ -217,15 +277,15 @@ active() {
   done
   [ $host_rc -eq 0 ] || problems+=("uwarp side exited $host_rc")
   [ $guest_rc -eq 0 ] || problems+=("siw side exited $guest_rc")
-  check_capture "$cap" "$work/guest.log" "$crc"
+  check_capture "$cap" "$work/guest.log" "$crc" "${inj:+$work/host.log}"
 }
 
 # passive NAME FLAVOUR "HOST SERVER COMMAND" "GUEST CLIENT COMMAND" [ATTEMPTS] [crc]: siw
 # active (the guest reaches the host's loopback as $HOST_IP) against uwarp passive.
 passive() {
-  local name=$1 flavour=$2 attempts=${5:-1} crc=${6:-} extra=$uncaptured
+  local name=$1 flavour=$2 attempts=${5:-1} crc=${6:-} extra=$uncaptured inj=$injector
   local host_rc=1 guest_rc=1 attempt
-  uncaptured=""
+  uncaptured="" injector=""
   : >"$work/attempts.log"
   for ((attempt = 1; attempt <= attempts; attempt++)); do
     port=$((port + 1))
@@ -257,59 +317,62 @@ passive() {
   done
   [ $host_rc -eq 0 ] || problems+=("uwarp side exited $host_rc")
   [ $guest_rc -eq 0 ] || problems+=("siw side exited $guest_rc")
-  check_capture "$cap" "$work/guest.log" "$crc"
+  check_capture "$cap" "$work/guest.log" "$crc" "${inj:+$work/host.log}"
 }
 
 finish() { report "$1" "$work/host.log" "$work/guest.log"; }
 
 # --- 1. rping's protocol: siw `rping -s` against the native rping_client ----------------------
 
-rping_native() {  # rping_native NAME FLAVOUR "RPING -s ARGS" [crc] -- CLIENT ARGS
-  local name=$1 flavour=$2 server_args=$3 crc=$4
-  shift 5
-  active "$name" "$flavour" "rping -s -a \$GUEST_IP -p PORT $server_args" \
-    "$client --port PORT $*" 1 "$crc"
-  expect "$work/host.log" "iterations verified" uwarp
-}
-rping_native "rping_client -> siw rping -s: MPA rev 2, no CRC, 64 B x 3" default "-v -C 3" "" -- --count 3
-finish "rping_client -> siw rping -s: MPA rev 2, no CRC, 64 B x 3"
-rping_native "rping_client -> siw rping -s: uwarp asks for CRC" default "-v -C 3" crc -- --count 3 --crc
-finish "rping_client -> siw rping -s: uwarp asks for CRC"
-rping_native "rping_client -> siw rping -s: peer-to-peer, WRITE RTR" default "-v -C 3" "" -- --count 3 --p2p
-finish "rping_client -> siw rping -s: peer-to-peer, WRITE RTR"
-rping_native "" crc "-v -C 2 -S 32768" crc -- --count 2 --crc --size 32768
-finish "rping_client -> siw (crc flavour) rping -s: siw asks for CRC, 32 KiB"
-rping_native "" crc-p2p "-C 2 -S 60000" crc -- --count 2 --p2p --crc --size 60000
-finish "rping_client -> siw (crc-p2p) rping -s: peer-to-peer and CRC, 60000 B (rping's limit is 65535)"
-rping_native "" default "-v -C 2" "" -- --count 1 --provoke-terminate
-expect "$work/host.log" "peer sent Terminate, control word 0x11000300" uwarp
-[ "$have_tshark" = 1 ] && { terminates "$cap" | grep -q "^$port 11000300$" || problems+=("wire: no Terminate 11000300 from siw"); }
-finish "rping_client -> siw rping -s: siw's Terminate for a Write to an unknown STag, reported by uwarp"
-# MPA revision 1 from uwarp: siw accepts it and answers revision 1; siw's rping server then
-# cannot RDMA Read (a revision-1 request carries no IRD/ORD, so librdmacm gives it ORD 0, as
-# with two siw peers; docs/interop.md). The cell checks exactly that: the revision-1 exchange on
-# the wire, uwarp's first Send received (rping -s only posts its Read after it), siw's failure.
-port=$((port + 1)); cap="c$port"; problems=(); : >"$work/attempts.log"; vm=(--name "interop-m$port")
-guest_script "$cap" "rping -s -a \$GUEST_IP -p $port -v -C 1"
-if "$harness" start "${vm[@]}" --share "$share" --fwd "$port" --timeout 60 --script "$share/$cap.sh" >"$work/start.log" 2>&1; then
-  timeout 60 "$client" --port "$port" --count 1 --mpa1 --timeout-ms 8000 >"$work/host.log" 2>&1
-  host_rc=$?
-  timeout 120 "$harness" wait "${vm[@]}" >"$work/guest.log" 2>&1
-  [ $host_rc -ne 0 ] || problems+=("rping_client passed, expected siw's rping -s to fail its Read")
-  expect "$work/guest.log" "post send error" siw
-  check_capture "$cap" "$work/guest.log"
-  if [ "$have_tshark" = 1 ]; then
-    [ "$(grep -c 'Revision: 1' "$work/$cap.decode.txt")" -ge 2 ] || problems+=("wire: no revision-1 request and reply")
-    opcodes "$cap" | grep -qx 0x03 || problems+=("wire: no Send")
+if want rping; then
+
+  rping_native() {  # rping_native NAME FLAVOUR "RPING -s ARGS" [crc] -- CLIENT ARGS
+    local name=$1 flavour=$2 server_args=$3 crc=$4
+    shift 5
+    active "$name" "$flavour" "rping -s -a \$GUEST_IP -p PORT $server_args" \
+      "$client --port PORT $*" 1 "$crc"
+    expect "$work/host.log" "iterations verified" uwarp
+  }
+  rping_native "rping_client -> siw rping -s: MPA rev 2, no CRC, 64 B x 3" default "-v -C 3" "" -- --count 3
+  finish "rping_client -> siw rping -s: MPA rev 2, no CRC, 64 B x 3"
+  rping_native "rping_client -> siw rping -s: uwarp asks for CRC" default "-v -C 3" crc -- --count 3 --crc
+  finish "rping_client -> siw rping -s: uwarp asks for CRC"
+  rping_native "rping_client -> siw rping -s: peer-to-peer, WRITE RTR" default "-v -C 3" "" -- --count 3 --p2p
+  finish "rping_client -> siw rping -s: peer-to-peer, WRITE RTR"
+  rping_native "" crc "-v -C 2 -S 32768" crc -- --count 2 --crc --size 32768
+  finish "rping_client -> siw (crc flavour) rping -s: siw asks for CRC, 32 KiB"
+  rping_native "" crc-p2p "-C 2 -S 60000" crc -- --count 2 --p2p --crc --size 60000
+  finish "rping_client -> siw (crc-p2p) rping -s: peer-to-peer and CRC, 60000 B (rping's limit is 65535)"
+  rping_native "" default "-v -C 2" "" -- --count 1 --provoke-terminate
+  expect "$work/host.log" "peer sent Terminate, control word 0x11000300" uwarp
+  [ "$have_tshark" = 1 ] && { terminates "$cap" | grep -q "^$port 11000300$" || problems+=("wire: no Terminate 11000300 from siw"); }
+  finish "rping_client -> siw rping -s: siw's Terminate for a Write to an unknown STag, reported by uwarp"
+  # MPA revision 1 from uwarp: siw accepts it and answers revision 1; siw's rping server then
+  # cannot RDMA Read (a revision-1 request carries no IRD/ORD, so librdmacm gives it ORD 0, as
+  # with two siw peers; docs/interop.md). The cell checks exactly that: the revision-1 exchange on
+  # the wire, uwarp's first Send received (rping -s only posts its Read after it), siw's failure.
+  port=$((port + 1)); cap="c$port"; problems=(); : >"$work/attempts.log"; vm=(--name "interop-m$port")
+  guest_script "$cap" "rping -s -a \$GUEST_IP -p $port -v -C 1"
+  if "$harness" start "${vm[@]}" --share "$share" --fwd "$port" --timeout 60 --script "$share/$cap.sh" >"$work/start.log" 2>&1; then
+    timeout 60 "$client" --port "$port" --count 1 --mpa1 --timeout-ms 8000 >"$work/host.log" 2>&1
+    host_rc=$?
+    timeout 120 "$harness" wait "${vm[@]}" >"$work/guest.log" 2>&1
+    [ $host_rc -ne 0 ] || problems+=("rping_client passed, expected siw's rping -s to fail its Read")
+    expect "$work/guest.log" "post send error" siw
+    check_capture "$cap" "$work/guest.log"
+    if [ "$have_tshark" = 1 ]; then
+      [ "$(grep -c 'Revision: 1' "$work/$cap.decode.txt")" -ge 2 ] || problems+=("wire: no revision-1 request and reply")
+      opcodes "$cap" | grep -qx 0x03 || problems+=("wire: no Send")
+    fi
+  else
+    cp "$work/start.log" "$work/guest.log"; : >"$work/host.log"; problems+=("the guest did not start")
   fi
-else
-  cp "$work/start.log" "$work/guest.log"; : >"$work/host.log"; problems+=("the guest did not start")
+  finish "rping_client --mpa1 -> siw rping -s: MPA revision 1 from uwarp (siw's rping cannot Read with ORD 0)"
 fi
-finish "rping_client --mpa1 -> siw rping -s: MPA revision 1 from uwarp (siw's rping cannot Read with ORD 0)"
 
 # --- 2. unmodified programs -------------------------------------------------------------------
 
-if [ -x "$run" ] && [ -x /usr/bin/rping ]; then
+if want programs && [ -x "$run" ] && [ -x /usr/bin/rping ]; then
   active "" default "rping -s -a \$GUEST_IP -p PORT -v -C 3" "$run rping -c -a 127.0.0.1 -p PORT -v -C 3"
   finish "uwarp-run rping -c -> siw rping -s"
   for flavour in default crc p2p p2p-read mpa1; do
@@ -317,10 +380,10 @@ if [ -x "$run" ] && [ -x /usr/bin/rping ]; then
     passive "" "$flavour" "$run rping -s -a 0.0.0.0 -p PORT -v -C 3" "rping -c -a \$HOST_IP -p PORT -v -C 3" 1 "$crc"
     finish "siw ($flavour) rping -c -> uwarp-run rping -s"
   done
-else
+elif want programs; then
   echo "siw_matrix: rping cells SKIPPED: build/bin/uwarp-run or rdmacm-utils missing"
 fi
-if [ -x "$run" ] && [ -x /usr/bin/ib_write_bw ]; then
+if want perftest && [ -x "$run" ] && [ -x /usr/bin/ib_write_bw ]; then
   # perftest -R's client on the host connects its test QP 1.5 s later (tests/interop/
   # connect_delay.c): its server in the guest needs that long to listen again under TCG.
   delay=""
@@ -335,13 +398,13 @@ if [ -x "$run" ] && [ -x /usr/bin/ib_write_bw ]; then
     passive "ib_${t}_lat, siw active" default "$run ib_${t}_lat -R -p PORT -s 64 -n 100" "ib_${t}_lat -R -d siw0 -p PORT -s 64 -n 100 \$HOST_IP" 3
     finish "siw ib_${t}_lat -R -> uwarp-run ib_${t}_lat -R, 64 B x 100"
   done
-else
+elif want perftest; then
   echo "siw_matrix: perftest cells SKIPPED: build/bin/uwarp-run or perftest missing"
 fi
 
 # --- 3. verbs_peer: every operation and size, both roles, every siw flavour -------------------
 
-if [ -x "$run" ] && [ -x "$peer" ]; then
+if want verbs_peer && [ -x "$run" ] && [ -x "$peer" ]; then
   captured_sizes=1,4096,65536
   # The data path at every size, captured up to 64 KiB (larger transfers overrun tcpdump under
   # TCG), then 1 MiB and 16 MiB in a second, uncaptured connection with the same checks.
@@ -382,13 +445,14 @@ if [ -x "$run" ] && [ -x "$peer" ]; then
     fi
     finish "siw ($flavour) verbs_peer -> uwarp-run verbs_peer: Send, Write, Read ${sizes##*,} B max, zero-length, SE, Send with Invalidate"
   done
+elif want verbs_peer; then
+  echo "siw_matrix: verbs_peer cells SKIPPED: build/bin/uwarp-run or build/bin/verbs_peer missing (libibverbs-dev, librdmacm-dev)"
+fi
 
-  # --- 4. provoked Terminates, both directions ---------------------------------------------------
+# --- 4. provoked Terminates, both directions ---------------------------------------------------
+
+if want provoke && [ -x "$run" ] && [ -x "$peer" ]; then
   provocations=write-bad-stag,write-oob,write-invalidated,read-bad-stag,read-oob,read-no-access,send-no-recv,send-too-long,sendinv-bad-stag,write-no-access,write-other-pd
-  # section LOG NAME: the lines a peer printed for one provocation.
-  section() { awk -v p="provoke $2" 'index($0, p) && !index($0, p "-") {on = 1} on {print} on && index($0, p ": error reported") {exit}' "$1"; }
-  # expect_in LOG NAME PATTERN SIDE
-  expect_in() { section "$1" "$2" | grep -qE -- "$3" || problems+=("$4, $2: no '$3'"); }
 
   # uwarp provokes, siw answers (siw's Terminates: its layout, layer and etype swapped).
   active "" default "./verbs_peer server -p PORT -c 11" "$run $peer client -a 127.0.0.1 -p PORT -s none -x $provocations"
@@ -432,8 +496,136 @@ if [ -x "$run" ] && [ -x "$peer" ]; then
     [ "$got" = "$want" ] || problems+=("wire: uwarp's Terminates '$got', expected '$want'")
   fi
   finish "siw verbs_peer provokes 11 errors -> uwarp answers with Terminates, siw reports them"
-else
-  echo "siw_matrix: verbs_peer cells SKIPPED: build/bin/uwarp-run or build/bin/verbs_peer missing (libibverbs-dev, librdmacm-dev)"
+elif want provoke; then
+  echo "siw_matrix: provocation cells SKIPPED: build/bin/uwarp-run or build/bin/verbs_peer missing (libibverbs-dev, librdmacm-dev)"
+fi
+
+# --- 5. injected faults: siw_inject, a raw peer, against siw --------------------------------------
+# One guest per cell, one connection per fault (siw survives each: it closes that connection);
+# siw_inject checks siw's answer byte for byte and exits non-zero on a mismatch (docs/interop.md,
+# "Injected faults"). Faults named mpa-* never reach verbs_peer (siw refuses the MPA request).
+
+if want inject && [ -x "$inject" ] && [ -x "$peer" ]; then
+  # inject_server CONNECTIONS: the guest side of a cell where siw is passive. -i 0: verbs_peer
+  # accepts with IRD 0, so siw's IRD is the injector's ORD word (0 unless a fault needs Reads).
+  # siw's own warnings (its kernel log) follow as "kernel: ..." lines.
+  inject_server() {
+    echo "./verbs_peer server -p PORT -i 0 -c $1 -t 20; rc=\$?; dmesg | grep 'siw: ' | sed 's/^\[[^]]*\] /kernel: /'; (exit \$rc)"
+  }
+  # wire_terminates FILTER: the Terminate control words in $cap's TCP payloads matching the
+  # display filter FILTER, in order (read from the bytes: tshark cannot decode every stream here).
+  wire_terminates() {
+    tshark -r "$share/$cap.pcap" -Y "$1" -T fields -e tcp.payload 2>/dev/null |
+      grep -oE '^[0-9a-f]{4}41470000000000000002[0-9a-f]{24}' | cut -c41-48 | tr '\n' ' '
+  }
+  # inject_checks FAULTS: siw_inject's verdict on every fault.
+  inject_checks() {
+    local f
+    for f in ${1//,/ }; do expect "$work/host.log" "^siw_inject: $f: ok$" siw_inject; done
+  }
+  # decoded_as FAULT PATTERN: the frame carrying FAULT's first injected frame decodes (tshark -O)
+  # so that PATTERN matches, or is listed as undecoded TCP (PATTERN "undecoded").
+  decoded_as() {
+    [ "$have_tshark" = 1 ] || return 0
+    local hex n
+    hex=$(sed -n "s/^siw_inject: $1: sent \([0-9a-f]*\)$/\1/p" "$work/host.log" | head -1)
+    n=$(tshark -r "$share/$cap.pcap" -T fields -e frame.number -e tcp.payload 2>/dev/null |
+      awk -v h="$hex" 'h != "" && index($2, h) {print $1; exit}')
+    if [ -z "$n" ]; then problems+=("wire: $1: the injected frame is not in the capture"); return; fi
+    if [ "$2" = undecoded ]; then
+      awk -v n="$n" '$1 == n && $6 == "TCP"' "$work/$cap.list.txt" | grep -q . ||
+        problems+=("tshark: $1: frame $n decoded, expected plain TCP")
+    else
+      awk -v n="$n:" '/^Frame [0-9]+:/ {on = $2 == n} on' "$work/$cap.decode.txt" | grep -qE -- "$2" ||
+        problems+=("tshark: $1: frame $n has no '$2'")
+    fi
+  }
+
+  # siw passive, default flavour, MPA revision 2 without CRC.
+  # The MPA faults come first: verbs_peer exits after its 17th connection.
+  faults=mpa-bad-key,mpa-markers,mpa-revision-3,mpa-pd-257,send-bad-qn,send-bad-msn,send-bad-mo,read-bad-msn,read-bad-qn,read-ird-0,read-beyond-ird,ddp-version-tagged,ddp-version-untagged,rdmap-version,opcode-unknown,opcode-atomic,write-to-wrap,write-segment-stag,write-segment-to,rresp-unsolicited,fpdu-short
+  injector=1
+  active "" default "$(inject_server 17)" "$inject connect --port PORT --faults $faults"
+  inject_checks "$faults"
+  # What siw's application saw (the receive verbs_peer posted, async events) ...
+  for f in send-bad-qn send-bad-msn send-bad-mo; do
+    expect_in "$work/guest.log" $f "status general error \(21\), opcode 128" siw inject
+    expect_in "$work/guest.log" $f "async event: local work queue catastrophic error" siw inject
+  done
+  for f in read-bad-msn read-bad-qn read-ird-0 ddp-version-tagged ddp-version-untagged rdmap-version opcode-unknown opcode-atomic write-to-wrap rresp-unsolicited fpdu-short; do
+    expect_in "$work/guest.log" $f "status Work Request Flushed Error \(5\), opcode 128" siw inject
+    expect_not_in "$work/guest.log" $f "async event" siw inject
+  done
+  # read-beyond-ird: the receive flushed; "invalid request local work queue error" only when
+  # siw's transmitter finished its segment after the overrun (timing, like its Terminate).
+  expect_in "$work/guest.log" read-beyond-ird "status Work Request Flushed Error \(5\), opcode 128" siw inject
+  for f in write-segment-stag write-segment-to; do
+    expect_in "$work/guest.log" $f "async event: local work queue catastrophic error" siw inject
+  done
+  for f in ${faults//,/ }; do
+    [[ $f == mpa-* ]] || expect_in "$work/guest.log" $f "error reported: yes, disconnected" siw inject
+  done
+  # ... and what siw's kernel log said, fault by fault.
+  for w in "invalid ddp qn 5 for send" "send msn: 10 != 3" "send mo: 100 != 0" \
+      "IRQ exceeded or null, size 0" "IRQ exceeded or null, size 1" \
+      "received ddp version unsupported 2" "received ddp version unsupported 0" \
+      "received rdmap version unsupported 2" "received unknown packet type 12" \
+      "received unknown packet type 10" "bogus addr: fffffffffffffff0" "write stag: " \
+      "write off: " "ORQ empty, size 16" "short mpa_len 4 for opcode 3"; do
+    expect "$work/guest.log" "^kernel: siw: .*$w" siw
+  done
+  if [ "$have_tshark" = 1 ]; then
+    got=$(wire_terminates "tcp.srcport == $port")
+    # read-beyond-ird: siw's Terminate is best effort there (docs/interop.md); siw_inject checked
+    # whichever came.
+    beyond=""
+    grep -q "^siw_inject: read-beyond-ird: the Terminate after the data" "$work/host.log" && beyond="20070300 "
+    want="21010300 21030300 21040300 21030300 20070300 ${beyond}11040000 21060000 20050000 20060000 20060000 01000300 11000300 11010300 01000300 02030000 "
+    [ "$got" = "$want" ] || problems+=("wire: siw's Terminates '$got', expected '$want'")
+    decoded_as fpdu-short "Malformed"
+    decoded_as mpa-bad-key undecoded
+  fi
+  finish "siw_inject -> siw verbs_peer server: 17 malformed or out-of-contract frames, 4 MPA requests siw refuses"
+
+  # siw passive, crc flavour, MPA revision 1 with CRC: the CRC mismatch, and siw's Terminates
+  # with their CRC (siw_inject compares the whole FPDU, CRC included).
+  faults=crc-bad,send-bad-msn,ddp-version-tagged
+  injector=1
+  active "" crc "$(inject_server 3)" "$inject connect --port PORT --crc --mpa1 --faults $faults" 1 crc
+  inject_checks "$faults"
+  expect_in "$work/guest.log" crc-bad "status general error \(21\), opcode 128, byte_len 16" siw inject
+  expect_not_in "$work/guest.log" crc-bad "async event" siw inject
+  expect "$work/guest.log" "^kernel: siw: crc error" siw
+  if [ "$have_tshark" = 1 ]; then
+    got=$(wire_terminates "tcp.srcport == $port")
+    want="02020000 21030300 11040000 "
+    [ "$got" = "$want" ] || problems+=("wire: siw's Terminates '$got', expected '$want'")
+    [ "$(grep -c 'Revision: 1' "$work/$cap.decode.txt")" -ge 6 ] || problems+=("wire: not MPA revision 1")
+    decoded_as crc-bad "Bad CRC32"
+    [ "$(frames_with "$work/$cap.decode.txt" "Bad CRC" | wc -l)" = 1 ] || problems+=("tshark: Bad CRC32 in more than the injected frame")
+  fi
+  finish "siw_inject --crc --mpa1 -> siw (crc flavour) verbs_peer server: MPA CRC mismatch, Terminates with CRC"
+
+  # siw active, p2p flavour (it offers WRITE and READ RTR): MPA replies siw refuses. One
+  # verbs_peer client per fault; each must fail to connect.
+  faults=reply-bad-key,reply-ord-200,reply-no-rtr,reply-markers
+  injector=1
+  passive "" p2p "$inject listen --port PORT --faults $faults" \
+    'for i in 1 2 3 4; do ./verbs_peer client -a $HOST_IP -p PORT -s 1 -r 0 -t 15; echo "verbs_peer client: exit $?"; done'
+  inject_checks "$faults"
+  events=$(sed -n 's/^verbs_peer client: connect: waiting for RDMA_CM_EVENT_ESTABLISHED, got //p' "$work/guest.log" | tr '\n' ' ')
+  want="RDMA_CM_EVENT_CONNECT_ERROR, status -22 RDMA_CM_EVENT_CONNECT_ERROR, status -22 RDMA_CM_EVENT_CONNECT_ERROR, status -22 RDMA_CM_EVENT_REJECTED, status -111 "
+  [ "$events" = "$want" ] || problems+=("siw: verbs_peer client reported '$events', expected '$want'")
+  [ "$(grep -c '^verbs_peer client: exit 1$' "$work/guest.log")" = 4 ] || problems+=("siw: not every verbs_peer client exited 1")
+  if [ "$have_tshark" = 1 ]; then
+    got=$(wire_terminates "tcp.dstport == $port")
+    want="02040000 02060000 02070000 "
+    [ "$got" = "$want" ] || problems+=("wire: siw's Terminates '$got', expected '$want'")
+    decoded_as reply-bad-key undecoded
+  fi
+  finish "siw (p2p) verbs_peer client -> siw_inject listen: 4 MPA replies siw refuses"
+elif want inject; then
+  echo "siw_matrix: injected-fault cells SKIPPED: build/bin/siw_inject or build/bin/verbs_peer missing"
 fi
 
 echo "siw_matrix: $passed passed, $failed failed ($((SECONDS - start_time)) s)"

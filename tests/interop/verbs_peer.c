@@ -2,7 +2,7 @@
  * (<infiniband/verbs.h>, <rdma/rdma_cma.h>), linked against Debian's libibverbs and librdmacm.
  * The same binary runs over Linux siw (in the QEMU guest) and over uwarp (build/bin/uwarp-run).
  *
- *   verbs_peer server -p PORT [-a ADDR] [-c CONNECTIONS] [-t SECS]
+ *   verbs_peer server -p PORT [-a ADDR] [-c CONNECTIONS] [-i IRD] [-t SECS]
  *   verbs_peer client -a HOST -p PORT [-s SIZES|none] [-x PROVOCATIONS] [-r RETRIES] [-t SECS]
  *
  * The client drives, the server answers; every step is lock-step: the client sends a command
@@ -19,7 +19,13 @@
  * completion, async event and rdma_cm event they see, and "provoke NAME: ... error reported:
  * yes|no". The exit status is 0 if every data step verified and every connection was set up and
  * torn down; what each side reported for a provocation is checked by the caller.
- * The server handles CONNECTIONS connections (default 1) one after the other.
+ * The server handles CONNECTIONS connections (default 1) one after the other, accepting each
+ * with responder resources IRD (default 16; siw raises it to the initiator's ORD).
+ * A raw frame injector (tests/interop/siw_inject.cc) speaks the same protocol as a client: after
+ * the hellos it sends C_INJECT with the name of the fault it is about to put on the wire; the
+ * server posts a receive, answers with an ACK, and reports like for a provocation ("inject
+ * NAME: ... error reported: yes|no"), ending one second after the first error or the
+ * disconnect.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -48,14 +54,23 @@ enum cmd {
   C_FILL,      /* size, seed: fill the data region */
   C_PROVOKE,   /* kind = provocation: prepare, ACK, then wait for the error */
   C_DONE,
+  C_INJECT,    /* name = the fault a raw injector sends next: post a receive, ACK, watch */
 };
 enum send_kind { K_PLAIN, K_SOLICITED, K_PLAIN_SOLICITED_ARM, K_INVALIDATE };
 
+/* Sent as the host's bytes (both ends are x86-64 here); tests/interop/siw_inject.cc writes and
+ * reads this layout field by field (72 bytes, little-endian, no padding): keep them in step. */
 struct msg {
   uint32_t magic, cmd, size, seed, kind, status;
-  uint64_t addr, inv_addr, noacc_addr, other_addr;
-  uint32_t rkey, inv_rkey, noacc_rkey, other_rkey;
+  union {
+    struct {
+      uint64_t addr, inv_addr, noacc_addr, other_addr;
+      uint32_t rkey, inv_rkey, noacc_rkey, other_rkey;
+    };
+    char name[48]; /* C_INJECT: the fault's name, NUL-terminated */
+  };
 };
+_Static_assert(sizeof(struct msg) == 72, "struct msg is a wire format (siw_inject.cc)");
 
 enum provoke {
   P_WRITE_BAD_STAG, P_WRITE_OOB, P_WRITE_INVALIDATED, P_READ_BAD_STAG, P_READ_OOB,
@@ -79,6 +94,7 @@ enum { BAD_STAG = 0x5eadbe00u, INV_LEN = 4096 };
 
 static const char* role = "?";
 static int timeout_s = 30;
+static int server_ird = 16; /* -i: responder resources the server accepts with */
 
 static void say(const char* fmt, ...) {
   va_list ap;
@@ -486,8 +502,10 @@ static int server_data_send(struct peer* p, const struct msg* c) {
   return send_msg(p, ack) || status ? -1 : 0;
 }
 
-/* After a provocation: prints everything seen for up to secs; 1 if an error was reported. */
-static int watch_errors(struct peer* p, double secs, const char* name) {
+/* After a provocation: prints everything seen for up to secs; 1 if an error was reported. what is
+ * "provoke" or "inject"; with until_disconnect, the disconnect ends the watch too (one second
+ * later, like an error): an injected fault siw ignores ends when the injector closes. */
+static int watch_errors(struct peer* p, double secs, const char* what, const char* name, int until_disconnect) {
   const double deadline = now() + secs;
   double quiet_until = 0;
   p->errors_seen = 0;
@@ -502,10 +520,11 @@ static int watch_errors(struct peer* p, double secs, const char* name) {
     }
     drain_async(p);
     drain_cm(p);
-    if (p->errors_seen && quiet_until == 0) quiet_until = now() + 1.0; /* collect what follows */
+    if ((p->errors_seen || (until_disconnect && p->disconnected)) && quiet_until == 0)
+      quiet_until = now() + 1.0; /* collect what follows */
     usleep(10000);
   }
-  say("provoke %s: error reported: %s%s", name, p->errors_seen ? "yes" : "no", p->disconnected ? ", disconnected" : "");
+  say("%s %s: error reported: %s%s", what, name, p->errors_seen ? "yes" : "no", p->disconnected ? ", disconnected" : "");
   return p->errors_seen > 0;
 }
 
@@ -524,7 +543,24 @@ static int server_provoke(struct peer* p, const struct msg* c) {
   memcpy(p->ctl, &ack, sizeof ack);
   if (post(p, IBV_WR_SEND, p->ctl, p->ctl_mr, sizeof ack, 0, 0, 0, 0)) return -1;
   say("provoke %s: waiting", name);
-  watch_errors(p, c->kind == P_READ_NO_ACCESS ? 5 : 10, name);
+  watch_errors(p, c->kind == P_READ_NO_ACCESS ? 5 : 10, "provoke", name, 0);
+  return 0;
+}
+
+/* C_INJECT: the client is a raw injector; what it sends next is not a verbs operation. The
+ * receive posted here makes Send faults meet a buffer (so that siw checks QN, MSN and MO). */
+static int server_inject(struct peer* p, const struct msg* c) {
+  char name[sizeof c->name + 1];
+  memcpy(name, c->name, sizeof c->name);
+  name[sizeof c->name] = 0;
+  for (char* q = name; *q; ++q)
+    if (*q < '!' || *q > '~') *q = '?';
+  if (post_recv(p, p->max + 4096)) return -1;
+  struct msg ack = {.cmd = C_ACK, .magic = MSG_MAGIC};
+  memcpy(p->ctl, &ack, sizeof ack);
+  if (post(p, IBV_WR_SEND, p->ctl, p->ctl_mr, sizeof ack, 0, 0, 0, 0)) return -1;
+  say("inject %s: waiting", name);
+  watch_errors(p, 10, "inject", name, 1);
   return 0;
 }
 
@@ -536,7 +572,7 @@ static int server_conn(struct peer* p, int conn) {
       ev->param.conn.initiator_depth, ev->param.conn.responder_resources);
   rdma_ack_cm_event(ev);
   if (setup(p, id) || post_recv(p, p->max + 4096)) return -1;
-  struct rdma_conn_param cp = {.initiator_depth = 16, .responder_resources = 16};
+  struct rdma_conn_param cp = {.initiator_depth = 16, .responder_resources = (uint8_t)server_ird};
   if (rdma_accept(id, &cp)) { say("FAIL: rdma_accept: %s", strerror(errno)); return -1; }
   if (cm_wait(p, RDMA_CM_EVENT_ESTABLISHED, NULL)) return -1;
   /* The initiator sends first (RFC 5044 without peer-to-peer mode): its hello, then ours. */
@@ -554,6 +590,10 @@ static int server_conn(struct peer* p, int conn) {
     if (recv_msg(p, &c, 0)) { rc = -1; break; }
     if (c.cmd == C_PROVOKE) {
       rc = server_provoke(p, &c);
+      break;
+    }
+    if (c.cmd == C_INJECT) {
+      rc = server_inject(p, &c);
       break;
     }
     if (c.cmd == C_DONE) break;
@@ -630,6 +670,10 @@ static int client_provoke(struct peer* p, int k) {
   const char* name = provoke_names[k];
   const struct msg* h = &p->hello;
   if (command(p, C_PROVOKE, 0, 0, (uint32_t)k)) return -1;
+  /* Linux siw sends no Terminate while a transmit work request is in progress, and the
+   * server's ACK can still be when it has arrived here (docs/interop.md, "Injected faults"):
+   * seen as a provocation answered with the close alone. Let its transmitter go idle. */
+  usleep(300000);
   say("provoke %s", name);
   fill(p->data, 64, 0x55);
   int rc = 0;
@@ -650,7 +694,7 @@ static int client_provoke(struct peer* p, int k) {
     case P_WRITE_OTHER_PD: rc = post(p, IBV_WR_RDMA_WRITE, p->data, p->data_mr, 64, h->other_addr, h->other_rkey, 0, 0); break;
   }
   if (rc) return -1;
-  watch_errors(p, k == P_READ_NO_ACCESS ? 5 : 10, name);
+  watch_errors(p, k == P_READ_NO_ACCESS ? 5 : 10, "provoke", name, 0);
   return 0;
 }
 
@@ -679,9 +723,11 @@ static int run_client(const char* host, const char* port, const uint32_t* sizes,
     conn++;
     int rc = connect_retry(&p, host, port, connect_retries) || client_data(&p, sizes, nsizes);
     /* The client, which sends last, closes: siw fails a Send it has already transmitted with
-     * "local QP operation error" when the peer closes right after receiving it. */
+     * "local QP operation error" when the peer closes right after receiving it. That can be the
+     * server's last ACK too, so the close waits a little. */
     if (!rc) rc = send_msg(&p, (struct msg){.cmd = C_DONE});
     if (!rc) {
+      usleep(200000);
       rdma_disconnect(p.id);
       const double deadline = now() + 3;
       while (now() < deadline && !drain_cm(&p)) usleep(10000);
@@ -704,7 +750,7 @@ static int run_client(const char* host, const char* port, const uint32_t* sizes,
 
 static void usage(void) {
   fprintf(stderr,
-          "usage: verbs_peer server -p PORT [-a ADDR] [-c CONNECTIONS] [-t SECS]\n"
+          "usage: verbs_peer server -p PORT [-a ADDR] [-c CONNECTIONS] [-i IRD] [-t SECS]\n"
           "       verbs_peer client -a HOST -p PORT [-s SIZES|none] [-x PROVOCATIONS] [-r RETRIES] [-t SECS]\n");
   exit(2);
 }
@@ -722,6 +768,7 @@ int main(int argc, char** argv) {
     if (!strcmp(a, "-a")) addr = v;
     else if (!strcmp(a, "-p")) port = v;
     else if (!strcmp(a, "-c")) conns = atoi(v);
+    else if (!strcmp(a, "-i")) server_ird = atoi(v);
     else if (!strcmp(a, "-t")) timeout_s = atoi(v);
     else if (!strcmp(a, "-s")) sizes_arg = v;
     else if (!strcmp(a, "-x")) prov_arg = v;
