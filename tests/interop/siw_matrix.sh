@@ -375,6 +375,16 @@ fi
 if want programs && [ -x "$run" ] && [ -x /usr/bin/rping ]; then
   active "" default "rping -s -a \$GUEST_IP -p PORT -v -C 3" "$run rping -c -a 127.0.0.1 -p PORT -v -C 3"
   finish "uwarp-run rping -c -> siw rping -s"
+  # What rdma_conn_param cannot express, asked for through uwarp-run --mpa (ofa/README.md).
+  active "" default "rping -s -a \$GUEST_IP -p PORT -v -C 3" "$run --mpa crc rping -c -a 127.0.0.1 -p PORT -v -C 3" 1 crc
+  finish "uwarp-run --mpa crc rping -c -> siw rping -s: uwarp asks for CRC"
+  active "" default "rping -s -a \$GUEST_IP -p PORT -v -C 3" "$run --mpa p2p rping -c -a 127.0.0.1 -p PORT -v -C 3"
+  if [ "$have_tshark" = 1 ]; then
+    # The RTR: uwarp's first DDP frame is a zero-length RDMA Write (siw prefers WRITE RTR).
+    first=$(grep -m1 "DDP/RDMA" "$work/$cap.list.txt")
+    [[ "$first" == *" Write "* ]] || problems+=("wire: the first DDP frame is not a WRITE RTR: $first")
+  fi
+  finish "uwarp-run --mpa p2p rping -c -> siw rping -s: peer-to-peer, WRITE RTR"
   for flavour in default crc p2p p2p-read mpa1; do
     crc=""; [ "$flavour" = crc ] && crc=crc
     passive "" "$flavour" "$run rping -s -a 0.0.0.0 -p PORT -v -C 3" "rping -c -a \$HOST_IP -p PORT -v -C 3" 1 "$crc"
