@@ -127,6 +127,14 @@ frames_with() {
     grep -Ei -- "$2" | cut -f1 | sort -un
 }
 
+# frame_summary DECODE N: frame N's decode, squeezed onto one line (its TCP, MPA and DDP/RDMAP
+# fields), so that a failure report shows what tshark could not parse.
+frame_summary() {
+  awk -v n="$2" '/^Frame [0-9]+:/ { on = ($2 == n ":") } on' "$1" |
+    grep -E 'Transmission Control|Seq:|Len:|MPA|DDP|RDMA|Malformed|Expert' | head -12 |
+    sed 's/^ *//' | tr '\n' ';'
+}
+
 # check_capture NAME GUEST_LOG [crc] [INJECTOR_LOG]: the tshark check of NAME.pcap; adds to
 # problems. With INJECTOR_LOG (siw_inject's output) "Malformed" and "Bad CRC32" may occur only
 # in frames that carry bytes the injector broke on purpose, and a data segment tshark leaves
@@ -148,7 +156,7 @@ check_capture() {
     answers=" $(injected_frames "$pcap" "$inj" got | tr '\n' ' ') "
   fi
   for f in $(frames_with "$decode" malformed); do
-    [[ "$sent" == *" $f "* ]] || problems+=("tshark: Malformed in frame $f")
+    [[ "$sent" == *" $f "* ]] || problems+=("tshark: Malformed in frame $f: $(frame_summary "$decode" "$f")")
   done
   for f in $(frames_with "$decode" "Bad CRC"); do
     [[ "$sent" == *" $f "* ]] || problems+=("tshark: frame $f: Bad CRC32")
