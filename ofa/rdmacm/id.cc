@@ -469,8 +469,7 @@ int rdma_accept(rdma_cm_id* id, rdma_conn_param* conn_param) {
       ConnectionParams params;
       params.ord = at_least_one(ord);
       params.ird = at_least_one(ird);
-      params.crc = g.mpa.crc;
-      params.mpa_revision = g.mpa.revision;
+      params.crc = g.mpa.crc;  // peer-to-peer and the revision follow the request
       if (conn_param != nullptr) {
         append(params.private_data, conn_param->private_data, conn_param->private_data_len);
       }

@@ -4,7 +4,8 @@
 //   crc   ask for MPA CRC32c (used if either side asks)
 //   p2p   active side: peer-to-peer mode, offering a zero-length WRITE or READ as RTR (the
 //         passive side follows what the active side asks for)
-//   rev1  MPA revision 1 (no IRD/ORD exchange, no peer-to-peer)
+//   rev1  active side: MPA revision 1 (no IRD/ORD exchange, no peer-to-peer; the passive side
+//         answers in the revision of the request)
 // Unset or empty: revision 2, no CRC, no peer-to-peer.
 #pragma once
 
