@@ -187,6 +187,15 @@ terminates() {
     grep -oE '^[0-9]+|41470000000000000002[0-9a-f]{24}' | paste - - | awk '{print $1, substr($2, 37, 8)}'
 }
 
+# expect_terminates WHOSE "WORDS": the control words of the Terminates sent from $port (by the
+# passive side) in the cell's capture ($cap), in order, are exactly WORDS; adds to problems.
+expect_terminates() {
+  [ "$have_tshark" = 1 ] || return 0
+  local got
+  got=$(terminates "$cap" | awk -v p="$port" '$1 == p {print $2}' | tr '\n' ' ')
+  [ "$got" = "$2 " ] || problems+=("wire: $1 Terminates '$got', expected '$2 '")
+}
+
 # opcodes NAME: the RDMAP opcodes in NAME.pcap, one per line, sorted, unique.
 opcodes() {
   tshark --disable-heuristic rpcrdma_iwarp -r "$share/$1.pcap" -T fields -e iwarp_rdma.opcode 2>/dev/null |
@@ -488,11 +497,7 @@ if want provoke && [ -x "$run" ] && [ -x "$peer" ]; then
   expect_in "$work/host.log" read-no-access "status success \(0\), opcode 2" uwarp
   expect_in "$work/host.log" read-no-access "error reported: no" uwarp
   expect_in "$work/guest.log" read-no-access "error reported: no" siw
-  if [ "$have_tshark" = 1 ]; then
-    got=$(terminates "$cap" | awk -v p="$port" '$1 == p {print $2}' | tr '\n' ' ')
-    want="11000300 11010300 11000300 10000700 10010700 21020300 21020300 20090300 11000300 11020300 "
-    [ "$got" = "$want" ] || problems+=("wire: siw's Terminates '$got', expected '$want'")
-  fi
+  expect_terminates "siw's" "11000300 11010300 11000300 10000700 10010700 21020300 21020300 20090300 11000300 11020300"
   finish "uwarp-run verbs_peer provokes 11 errors -> siw answers with Terminates, uwarp reports them"
 
   # siw provokes, uwarp answers (RFC 5040 layout).
@@ -508,11 +513,7 @@ if want provoke && [ -x "$run" ] && [ -x "$peer" ]; then
   expect_in "$work/host.log" send-no-recv "async event: local work queue catastrophic" uwarp
   expect_in "$work/host.log" send-too-long "status local length error \(1\), opcode 128" uwarp
   expect_in "$work/host.log" sendinv-bad-stag "status remote invalid request error \(9\), opcode 128" uwarp
-  if [ "$have_tshark" = 1 ]; then
-    got=$(terminates "$cap" | awk -v p="$port" '$1 == p {print $2}' | tr '\n' ' ')
-    want="1100c000 1101c000 1100c000 0100e000 0101e000 0102e000 1202c000 1205c000 0109c000 1100c000 1102c000 "
-    [ "$got" = "$want" ] || problems+=("wire: uwarp's Terminates '$got', expected '$want'")
-  fi
+  expect_terminates "uwarp's" "1100c000 1101c000 1100c000 0100e000 0101e000 0102e000 1202c000 1205c000 0109c000 1100c000 1102c000"
   finish "siw verbs_peer provokes 11 errors -> uwarp answers with Terminates, siw reports them"
 elif want provoke; then
   echo "siw_matrix: provocation cells SKIPPED: build/bin/uwarp-run or build/bin/verbs_peer missing (libibverbs-dev, librdmacm-dev)"
