@@ -8,7 +8,12 @@
 // is dropped. CQ overflow and SRQ limit events are reported by a QP of the CQ or SRQ and are
 // delivered for that CQ or SRQ. Every delivered event must be acknowledged
 // (ibv_ack_async_event): ibv_destroy_qp/cq/srq wait for it, as in rdma-core.
+// UWARP_IBVERBS_DEBUG=1 prints every delivered event with the core's reason on stderr (e.g.
+// the Terminate that ended the QP), which ibv_async_event cannot carry.
 #include <pthread.h>
+
+#include <cstdio>
+#include <cstdlib>
 
 #include "api/impl.h"
 #include "common/boundary.h"
@@ -63,6 +68,20 @@ bool translate(OfaContext& c, const verbs::AsyncEvent& e, ibv_async_event& out) 
   return false;
 }
 
+bool debug_enabled() {
+  static const bool on = [] {
+    const char* v = std::getenv("UWARP_IBVERBS_DEBUG");
+    return v != nullptr && *v != '\0' && *v != '0';
+  }();
+  return on;
+}
+
+void trace(const verbs::AsyncEvent& e) {
+  const std::string_view type = to_string(e.type);
+  std::fprintf(stderr, "uwarp libibverbs: async event %.*s, QP %u: %s\n", static_cast<int>(type.size()),
+               type.data(), e.qp_num, e.detail.empty() ? "-" : e.detail.c_str());
+}
+
 template <typename Ibv>
 void ack(Ibv* ibv) {
   if (ibv == nullptr) return;
@@ -97,7 +116,10 @@ int ibv_get_async_event(ibv_context* context, ibv_async_event* event) {
       std::lock_guard lock(c->objects_mu);
       return translate(*c, *e, *event);
     });
-    if (delivered) return 0;
+    if (delivered) {
+      if (debug_enabled()) trace(*e);
+      return 0;
+    }
     // The event's QP is gone: drop it and wait for the next.
   }
 }

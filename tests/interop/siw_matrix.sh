@@ -24,6 +24,7 @@
 # guest even when the cached one looks current; SIW_MATRIX_CELLS="inject provoke ..." runs only
 # those groups of cells (rping, programs, perftest, verbs_peer, provoke, inject; default: all).
 set -uo pipefail
+export UWARP_IBVERBS_DEBUG=1  # uwarp's asynchronous events name their reason in the logs
 root=$(cd "$(dirname "$0")/../.." && pwd)
 bin=$(cd "${1:-$root/build/bin}" && pwd)
 harness=${SIW_VM:-$root/../shared/interop/siw-vm.sh}
@@ -51,6 +52,7 @@ share="$work/share"
 mkdir -p "$share"
 trap 'rm -rf "$work"; "$harness" stop "${vm[@]}" >/dev/null 2>&1 || true' EXIT
 start_time=$SECONDS
+cell_start=$SECONDS  # reset by report after every cell
 [ -z "${SIW_MATRIX_KEEP:-}" ] || mkdir -p "$SIW_MATRIX_KEEP"
 
 # The guest is built once and cached (a build takes about 40 s even when cached): again only if
@@ -100,6 +102,7 @@ capture start /share/$1.pcap eth0 -B 65536 tcp port $port || exit 97
 $2
 rc=\$?
 capture stop /share/$1.pcap
+[ \$rc -eq 0 ] || dmesg | grep -E 'siw|iw_cm' | tail -5 | sed 's/^\[[^]]*\] /kernel: /'
 if [ \$rc -eq 0 ] && [ -n "${3:-}" ]; then
   ${3:-true}
   rc=\$?
@@ -219,10 +222,10 @@ expect_not_in() { ! section "$1" "$2" "${5:-provoke}" | grep -qE -- "$3" || prob
 
 report() {  # report NAME HOST_LOG GUEST_LOG
   if [ ${#problems[@]} -eq 0 ]; then
-    echo "siw_matrix: ok: $1"
+    echo "siw_matrix: ok: $1 ($((SECONDS - cell_start)) s)"
     passed=$((passed + 1))
   else
-    echo "siw_matrix: FAIL: $1" >&2
+    echo "siw_matrix: FAIL: $1 ($((SECONDS - cell_start)) s)" >&2
     printf '  %s\n' "${problems[@]}" >&2
     tail -8 "$2" | sed 's/^/  uwarp: /' >&2
     grep -v '^\[' "$3" | tail -8 | sed 's/^/  siw: /' >&2
@@ -235,6 +238,7 @@ report() {  # report NAME HOST_LOG GUEST_LOG
     cp "$3" "$SIW_MATRIX_KEEP/$slug.siw.log"
     [ -s "$work/attempts.log" ] && cp "$work/attempts.log" "$SIW_MATRIX_KEEP/$slug.attempts.log"
   fi
+  cell_start=$SECONDS
 }
 
 # --- cells ------------------------------------------------------------------------------------
@@ -245,7 +249,25 @@ report() {  # report NAME HOST_LOG GUEST_LOG
 # by connect_delay), and
 # siw failing the last Send of perftest's closing handshake with "Bad wc status 2" when the
 # other side closes right after answering it (docs/interop.md).
+# A capture that dropped packets (tcpdump under TCG, in the bandwidth cells) is retried too: it
+# is no evidence either way.
 races='RDMA_CM_EVENT_CONNECT_ERROR|RDMA_CM_EVENT_REJECTED|Unable to perform rdma_client|Failed to close connection'
+
+# retry NAME ATTEMPT ATTEMPTS: true (saying why, keeping the logs in attempts.log) if the attempt
+# just made ($host_rc, $guest_rc, the logs, the guest's capture report) is to be repeated.
+retry() {
+  [ "$2" -lt "$3" ] || return 1
+  local why="" dropped
+  dropped=$(sed -n "s|^capture /share/$cap.pcap: \([0-9]*\) packets dropped by kernel.*|\1|p" "$work/guest.log" | tail -1)
+  if { [ $host_rc -ne 0 ] || [ $guest_rc -ne 0 ]; } && grep -qE "$races" "$work/host.log" "$work/guest.log"; then
+    why="perftest race: $(grep -ohE "$races" "$work/host.log" "$work/guest.log" | head -1)"
+  elif [ -n "$dropped" ] && [ "$dropped" != 0 ]; then
+    why="the capture dropped $dropped packets"
+  fi
+  [ -n "$why" ] || return 1
+  echo "siw_matrix: ${1:-cell}: attempt $2: $why, retrying"
+  { echo "== attempt $2"; cat "$work/host.log" "$work/guest.log"; } >>"$work/attempts.log"
+}
 
 # active NAME FLAVOUR "GUEST SERVER COMMAND" "HOST CLIENT COMMAND" [ATTEMPTS] [crc]: uwarp
 # active (host, 127.0.0.1:PORT forwarded to the guest) against siw passive. PORT in the commands
@@ -284,12 +306,7 @@ active() {
       timeout 200 "$harness" wait "${vm[@]}" >"$work/guest.log" 2>&1
       guest_rc=$?
     fi
-    if [ $attempt -lt $attempts ] && { [ $host_rc -ne 0 ] || [ $guest_rc -ne 0 ]; } &&
-        grep -qE "$races" "$work/host.log" "$work/guest.log"; then
-      echo "siw_matrix: $name: perftest race (attempt $attempt: $(grep -ohE "$races" "$work/host.log" "$work/guest.log" | head -1)), retrying"
-      { echo "== attempt $attempt"; cat "$work/host.log" "$work/guest.log"; } >>"$work/attempts.log"
-      continue
-    fi
+    retry "$name" $attempt $attempts && continue
     break
   done
   [ $host_rc -eq 0 ] || problems+=("uwarp side exited $host_rc")
@@ -324,12 +341,7 @@ passive() {
     fi
     wait "$server"
     host_rc=$?
-    if [ $attempt -lt $attempts ] && { [ $host_rc -ne 0 ] || [ $guest_rc -ne 0 ]; } &&
-        grep -qE "$races" "$work/host.log" "$work/guest.log"; then
-      echo "siw_matrix: $name: perftest race (attempt $attempt: $(grep -ohE "$races" "$work/host.log" "$work/guest.log" | head -1)), retrying"
-      { echo "== attempt $attempt"; cat "$work/host.log" "$work/guest.log"; } >>"$work/attempts.log"
-      continue
-    fi
+    retry "$name" $attempt $attempts && continue
     break
   done
   [ $host_rc -eq 0 ] || problems+=("uwarp side exited $host_rc")
