@@ -9,8 +9,9 @@
 #     -DUWARP_BENCH=OFF -DUWARP_SANITIZE=ON
 #   ninja -C build-fuzz uwarp_fuzz
 # Environment: FUZZ_BUILD, the build directory (default build-fuzz, relative to the repository
-# root unless absolute). The committed corpus is never written to; crash inputs are kept in a
-# directory that the script names at the end.
+# root unless absolute); FUZZ_JOBS, how many targets run at once (default: the number of CPUs;
+# a target is one process). The committed corpus is never written to; crash inputs are kept in
+# a directory that the script names at the end.
 set -euo pipefail
 
 seconds="${1:-20}"
@@ -29,26 +30,40 @@ keep_work=0
 cleanup() { if [[ "$keep_work" -eq 0 ]]; then rm -rf "$work"; fi; }
 trap cleanup EXIT
 
+# run_target TARGET SEEDS: one target's run; leaves its exit status in $work/TARGET/status.
+run_target() {
+  local target=$1 seeds=$2 dir="$work/$1" status=0
+  mkdir -p "$dir/corpus" "$dir/artifacts"
+  cp -- "$seeds"/* "$dir/corpus"/
+  "$build/bin/$target" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 \
+      -artifact_prefix="$dir/artifacts/" "$dir/corpus" >"$dir/log" 2>&1 || status=$?
+  echo "$status" >"$dir/status"
+}
+
+jobs="${FUZZ_JOBS:-$(nproc)}"
+targets=()
 failed=()
 for seeds in "$corpus_root"/*/; do
   target="$(basename "$seeds")"
-  bin="$build/bin/$target"
-  if [[ ! -x "$bin" ]]; then
-    echo "== $target: $bin not found (build it first: ninja -C $build uwarp_fuzz)" >&2
+  if [[ ! -x "$build/bin/$target" ]]; then
+    echo "== $target: $build/bin/$target not found (build it first: ninja -C $build uwarp_fuzz)" >&2
     failed+=("$target (missing)")
     continue
   fi
-  corpus="$work/$target/corpus"
-  artifacts="$work/$target/artifacts"
-  mkdir -p "$corpus" "$artifacts"
-  cp -- "$seeds"/* "$corpus"/
-  echo "== $target: ${seconds}s from $(ls "$corpus" | wc -l) seeds"
+  while [[ "$(jobs -rp | wc -l)" -ge "$jobs" ]]; do wait -n || true; done
+  echo "== $target: ${seconds}s from $(ls "$seeds" | wc -l) seeds"
+  run_target "$target" "$seeds" &
+  targets+=("$target")
+done
+wait
+
+for target in "${targets[@]}"; do
   log="$work/$target/log"
-  if "$bin" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 \
-      -artifact_prefix="$artifacts/" "$corpus" >"$log" 2>&1; then
+  status="$(cat "$work/$target/status" 2>/dev/null || echo "?")"
+  if [[ "$status" = 0 ]]; then
+    echo "== $target:"
     grep -E '^stat::number_of_executed_units|^#[0-9]+.*DONE' "$log" | tail -2 || true
   else
-    status=$?
     echo "== $target: FAILED (exit $status); last lines of its log:" >&2
     tail -n 40 "$log" >&2
     failed+=("$target")
