@@ -1,6 +1,7 @@
 // uwarp-perf's server survives any client: garbage instead of MPA, a protocol violation (it
 // answers with a Terminate and closes that connection), a client cut off in the middle of an
-// FPDU; meanwhile and afterwards, real clients are served and their data verified.
+// FPDU; meanwhile and afterwards, real clients are served and their data verified. Its raw TCP
+// baseline streams over many connections (--tcp --qps).
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/wait.h>
@@ -75,11 +76,12 @@ class PerfServerTest : public ::testing::Test {
     }
   }
 
-  void start_server() {
+  void start_server(bool tcp = false) {
     server_log_ = ::testing::TempDir() + "uwarp-perf-server.log";
-    server_ =
-        spawn({UWARP_PERF_BIN, "server", "--addr", "127.0.0.1", "--port", std::to_string(port_)},
-              server_log_);
+    std::vector<std::string> args = {UWARP_PERF_BIN, "server", "--addr", "127.0.0.1", "--port",
+                                     std::to_string(port_)};
+    if (tcp) args.push_back("--tcp");
+    server_ = spawn(args, server_log_);
     for (int i = 0; i < 200; ++i) {
       if (RawPeer::connect_to("127.0.0.1", port_).valid()) return;
       std::this_thread::sleep_for(std::chrono::milliseconds(25));
@@ -164,6 +166,27 @@ TEST_F(PerfServerTest, SurvivesBadClientsAndKeepsServingOthers) {
         << slurp(log);
     EXPECT_NE(slurp(log).find(" yes"), std::string::npos) << slurp(log);
   }
+}
+
+// The TCP baseline's group mode: 200 connections, every message of every one received by the
+// server before it answers (the client fails if the server does not).
+TEST_F(PerfServerTest, TcpBaselineStreamsOverManyConnections) {
+  ASSERT_NO_FATAL_FAILURE(start_server(true));
+  const std::string log = ::testing::TempDir() + "uwarp-perf-tcp-group.log";
+  const pid_t client = spawn({UWARP_PERF_BIN, "client", "127.0.0.1", "--port", std::to_string(port_),
+                              "--tcp", "--qps", "200", "--sizes", "4K,64K", "--iters", "20",
+                              "--json", "--no-progress"},
+                             log);
+  ASSERT_EQ(wait_exit(client, std::chrono::seconds(120)), 0) << slurp(log);
+  const std::string out = slurp(log);
+  std::size_t rows = 0;
+  for (std::size_t at = out.find("\"qps\": 200, \"iters\": 20,"); at != std::string::npos;
+       at = out.find("\"qps\": 200, \"iters\": 20,", at + 1)) {
+    ++rows;
+  }
+  EXPECT_EQ(rows, 2u) << out;
+  EXPECT_EQ(out.find("\"gbps\": 0.0000"), std::string::npos) << out;
+  EXPECT_EQ(out.find("failed"), std::string::npos) << out;
 }
 
 }  // namespace

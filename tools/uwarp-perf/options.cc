@@ -29,7 +29,8 @@ void print_usage() {
       "[--no-progress] [--tcp]\n"
       "                    [--shared-buffer]\n"
       "  uwarp-perf loopback [client options]   both ends in this process, over 127.0.0.1\n"
-      "--tcp: the raw TCP baseline instead of uwarp (same sizes; stream and ping-pong)\n"
+      "--tcp: the raw TCP baseline instead of uwarp (same sizes; stream and ping-pong; with\n"
+      "  --qps N, the stream over N connections, no ping-pong)\n"
       "--shared-buffer: all data QPs use one buffer on each side (many QPs then touch the memory\n"
       "  of one; not with --verify)\n"
       "sizes accept K and M suffixes (4K, 1M).\n");

@@ -7,11 +7,16 @@
 //   time runs from the first byte sent to that answer;
 // - latency: a ping-pong of one message each way, reported as half the round trip; both ends
 //   poll their socket (non-blocking receives, yielding between them) as uwarp's side polls.
+// With --qps N (N > 1) the client opens N connections (the first carries the requests) and
+// streams the messages over all of them, one message per connection in turn, non-blocking;
+// the server receives them all with epoll: what N connected QPs cost uwarp, set against what N
+// sockets cost TCP itself (bandwidth only, no ping-pong).
 #include <arpa/inet.h>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
+#include <sys/epoll.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -32,9 +37,13 @@ using Clock = std::chrono::steady_clock;
 
 struct TcpRequest {
   std::uint32_t size;
-  std::uint32_t stream_iters;
+  std::uint32_t stream_iters;  // per connection
   std::uint32_t pingpong_iters;
+  std::uint32_t connections;  // 1, or the group's size (the stream goes over all of them)
 };
+
+// Bounds every wait of the group mode: a peer silent this long has failed.
+constexpr int kGroupTimeoutMs = 20000;
 
 bool send_all(int fd, const void* data, std::size_t n) {
   const auto* p = static_cast<const std::uint8_t*>(data);
@@ -80,27 +89,155 @@ void set_nodelay(int fd) {
   ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
 }
 
-// One measured size, server side: receive the stream, answer, echo the ping-pongs.
-bool serve_request(int fd, const TcpRequest& req) {
-  std::vector<std::uint8_t> buf(req.size);
-  for (std::uint32_t i = 0; i < req.stream_iters; ++i)
-    if (!recv_all(fd, buf.data(), req.size)) return false;
+// An epoll set of sockets, closed with it.
+class EpollSet {
+ public:
+  EpollSet() : fd_(::epoll_create1(EPOLL_CLOEXEC)) {}
+  ~EpollSet() {
+    if (fd_ >= 0) ::close(fd_);
+  }
+  EpollSet(const EpollSet&) = delete;
+  EpollSet& operator=(const EpollSet&) = delete;
+  bool add(int fd, std::uint32_t events, std::uint32_t index) {
+    epoll_event e{};
+    e.events = events;
+    e.data.u32 = index;
+    return fd_ >= 0 && ::epoll_ctl(fd_, EPOLL_CTL_ADD, fd, &e) == 0;
+  }
+  void remove(int fd) { ::epoll_ctl(fd_, EPOLL_CTL_DEL, fd, nullptr); }
+  // Ready indices; empty after kGroupTimeoutMs without any.
+  std::vector<std::uint32_t> wait() {
+    epoll_event events[256];
+    int n;
+    do {
+      n = ::epoll_wait(fd_, events, 256, kGroupTimeoutMs);
+    } while (n < 0 && errno == EINTR);
+    std::vector<std::uint32_t> ready;
+    for (int i = 0; i < n; ++i) ready.push_back(events[i].data.u32);
+    return ready;
+  }
+
+ private:
+  int fd_;
+};
+
+// Group mode, server side: `iters` messages of `size` bytes from every socket, each received
+// into that socket's own buffer (as each QP has its own).
+bool receive_group(const std::vector<int>& fds, std::uint32_t size, std::uint32_t iters) {
+  EpollSet ep;
+  std::vector<std::vector<std::uint8_t>> bufs(fds.size(), std::vector<std::uint8_t>(size));
+  std::vector<std::uint64_t> left(fds.size(), std::uint64_t{size} * iters);
+  std::size_t open = 0;
+  for (std::uint32_t i = 0; i < fds.size(); ++i) {
+    if (left[i] == 0) continue;
+    if (!ep.add(fds[i], EPOLLIN, i)) return false;
+    ++open;
+  }
+  while (open > 0) {
+    const std::vector<std::uint32_t> ready = ep.wait();
+    if (ready.empty()) return false;
+    for (std::uint32_t i : ready) {
+      while (left[i] > 0) {
+        const std::size_t at = static_cast<std::size_t>((std::uint64_t{size} * iters - left[i]) % size);
+        const ssize_t k = ::recv(fds[i], bufs[i].data() + at, size - at, MSG_DONTWAIT);
+        if (k < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) break;
+        if (k <= 0) return false;
+        left[i] -= static_cast<std::uint64_t>(k);
+      }
+      if (left[i] == 0) {
+        ep.remove(fds[i]);
+        --open;
+      }
+    }
+  }
+  return true;
+}
+
+// Group mode, client side: `iters` messages from `src` on every socket, one message per socket
+// in turn; a socket whose send buffer is full is skipped until epoll reports it writable.
+bool stream_group(const std::vector<int>& fds, const std::uint8_t* src, std::uint32_t size,
+                  std::uint64_t iters) {
+  EpollSet ep;
+  std::vector<std::uint64_t> sent(fds.size(), 0);  // whole messages
+  std::vector<std::uint32_t> at(fds.size(), 0);    // bytes of the current one
+  std::vector<bool> waiting(fds.size(), false);    // in the epoll set, for EPOLLOUT
+  std::size_t open = iters > 0 ? fds.size() : 0;
+  while (open > 0) {
+    bool progress = false;
+    for (std::uint32_t i = 0; i < fds.size(); ++i) {
+      if (sent[i] == iters || waiting[i]) continue;
+      const ssize_t k = ::send(fds[i], src + at[i], size - at[i], MSG_DONTWAIT | MSG_NOSIGNAL);
+      if (k < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+        if (!ep.add(fds[i], EPOLLOUT, i)) return false;
+        waiting[i] = true;
+        continue;
+      }
+      if (k < 0 && errno == EINTR) continue;
+      if (k <= 0) return false;
+      progress = true;
+      at[i] += static_cast<std::uint32_t>(k);
+      if (at[i] == size) {
+        at[i] = 0;
+        if (++sent[i] == iters) --open;
+      }
+    }
+    if (open == 0 || progress) continue;
+    const std::vector<std::uint32_t> ready = ep.wait();
+    if (ready.empty()) return false;
+    for (std::uint32_t i : ready) {
+      ep.remove(fds[i]);
+      waiting[i] = false;
+    }
+  }
+  return true;
+}
+
+// Accepts `n` connections on `listener` (each within kGroupTimeoutMs).
+bool accept_group(int listener, std::uint32_t n, std::vector<int>& fds) {
+  while (fds.size() < n) {
+    pollfd p{listener, POLLIN, 0};
+    if (::poll(&p, 1, kGroupTimeoutMs) <= 0) return false;
+    const int fd = ::accept4(listener, nullptr, nullptr, SOCK_CLOEXEC);
+    if (fd < 0) continue;
+    set_nodelay(fd);
+    fds.push_back(fd);
+  }
+  return true;
+}
+
+// One measured size, server side: receive the stream, answer, echo the ping-pongs. `group`
+// holds the first connection and, once formed, the group's others.
+bool serve_request(int listener, std::vector<int>& group, const TcpRequest& req) {
+  const int fd = group.front();
+  if (req.connections > 1) {
+    if (group.size() == 1 && !accept_group(listener, req.connections, group)) return false;
+    if (group.size() != req.connections || !receive_group(group, req.size, req.stream_iters)) return false;
+  } else {
+    std::vector<std::uint8_t> buf(req.size);
+    for (std::uint32_t i = 0; i < req.stream_iters; ++i)
+      if (!recv_all(fd, buf.data(), req.size)) return false;
+  }
   const std::uint8_t done = 1;
   if (!send_all(fd, &done, 1)) return false;
+  std::vector<std::uint8_t> buf(req.size);
   for (std::uint32_t i = 0; i < req.pingpong_iters; ++i)
     if (!recv_all_polling(fd, buf.data(), req.size) || !send_all(fd, buf.data(), req.size))
       return false;
   return true;
 }
 
-void serve_connection(int fd) {
+void serve_connection(int listener, int fd) {
   set_nodelay(fd);
+  std::vector<int> group{fd};
   TcpRequest req;
   while (recv_all(fd, &req, sizeof req)) {
-    req = {ntohl(req.size), ntohl(req.stream_iters), ntohl(req.pingpong_iters)};
-    if (req.size == 0 || req.size > (64u << 20) || !serve_request(fd, req)) break;
+    req = {ntohl(req.size), ntohl(req.stream_iters), ntohl(req.pingpong_iters), ntohl(req.connections)};
+    if (req.size == 0 || req.size > (64u << 20) || req.connections == 0 || req.connections > 1024 ||
+        !serve_request(listener, group, req)) {
+      break;
+    }
   }
-  ::close(fd);
+  for (int g : group) ::close(g);
 }
 
 int connect_to(const std::string& host, std::uint16_t port) {
@@ -122,22 +259,30 @@ int connect_to(const std::string& host, std::uint16_t port) {
   return fd;
 }
 
-bool measure(int fd, const Options& o, std::uint32_t size, SizeResult& r) {
+// `fds`: the first connection (requests, answers, ping-pong) and, in group mode, the others.
+bool measure(const std::vector<int>& fds, const Options& o, std::uint32_t size, SizeResult& r) {
+  const int fd = fds.front();
+  const bool group = fds.size() > 1;
   r.tcp = true;
   r.op = o.op;
   r.size = size;
-  r.qps = 1;
+  r.qps = static_cast<std::uint32_t>(fds.size());
   r.iters = o.iters != 0 ? o.iters : default_iters(size);
   if (size == 0) return true;  // TCP has no zero-length messages
-  const std::uint32_t pingpongs =
+  const std::uint32_t pingpongs = group ? 0 :
       static_cast<std::uint32_t>(std::min<std::uint64_t>(r.iters, size <= 65536 ? 1000 : 100));
   std::vector<std::uint8_t> src(size), dst(size);
   fill_pattern(src.data(), size, 1);
-  // The stream of `iters` messages, then the server's answer.
+  // The stream of `iters` messages (on each connection), then the server's answer.
   auto stream = [&](std::uint64_t iters, std::uint32_t then_pingpongs) {
-    const TcpRequest req{htonl(size), htonl(static_cast<std::uint32_t>(iters)), htonl(then_pingpongs)};
+    const TcpRequest req{htonl(size), htonl(static_cast<std::uint32_t>(iters)), htonl(then_pingpongs),
+                         htonl(static_cast<std::uint32_t>(fds.size()))};
     bool ok = send_all(fd, &req, sizeof req);
-    for (std::uint64_t i = 0; i < iters && ok; ++i) ok = send_all(fd, src.data(), size);
+    if (group) {
+      ok = ok && stream_group(fds, src.data(), size, iters);
+    } else {
+      for (std::uint64_t i = 0; i < iters && ok; ++i) ok = send_all(fd, src.data(), size);
+    }
     std::uint8_t done = 0;
     return ok && recv_all(fd, &done, 1) && done == 1;
   };
@@ -149,8 +294,12 @@ bool measure(int fd, const Options& o, std::uint32_t size, SizeResult& r) {
   const auto t0 = Clock::now();
   bool ok = stream(r.iters, pingpongs);
   r.seconds = std::chrono::duration<double>(Clock::now() - t0).count();
-  r.gbps = double(r.iters) * size * 8 / r.seconds / 1e9;
-  r.msg_rate = double(r.iters) / r.seconds;
+  r.gbps = double(r.iters) * fds.size() * size * 8 / r.seconds / 1e9;
+  r.msg_rate = double(r.iters) * fds.size() / r.seconds;
+  if (group) {
+    if (!ok) r.error = "TCP transfer failed";
+    return ok;
+  }
 
   std::vector<double> us;
   us.reserve(pingpongs);
@@ -193,7 +342,7 @@ int run_tcp_server(const Options& o, std::atomic<bool>& stop, std::atomic<int>* 
   socklen_t len = sizeof bound;
   const bool listening =
       listener >= 0 && ::setsockopt(listener, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one) == 0 &&
-      ::bind(listener, res->ai_addr, res->ai_addrlen) == 0 && ::listen(listener, 8) == 0 &&
+      ::bind(listener, res->ai_addr, res->ai_addrlen) == 0 && ::listen(listener, SOMAXCONN) == 0 &&
       ::getsockname(listener, reinterpret_cast<sockaddr*>(&bound), &len) == 0;
   ::freeaddrinfo(res);
   if (!listening) {
@@ -214,7 +363,7 @@ int run_tcp_server(const Options& o, std::atomic<bool>& stop, std::atomic<int>* 
     if (::poll(&p, 1, 100) <= 0) continue;
     const int fd = ::accept4(listener, nullptr, nullptr, SOCK_CLOEXEC);
     if (fd < 0) continue;
-    serve_connection(fd);
+    serve_connection(listener, fd);
     if (o.once) break;
   }
   ::close(listener);
@@ -222,23 +371,30 @@ int run_tcp_server(const Options& o, std::atomic<bool>& stop, std::atomic<int>* 
 }
 
 bool run_tcp_client(const Options& o, std::vector<SizeResult>& results) {
-  const int fd = connect_to(o.host, o.port);
-  if (fd < 0) {
+  // With --qps N the group's other connections wait in the server's accept queue (SOMAXCONN)
+  // until the first request tells the server how many to accept.
+  std::vector<int> fds;
+  while (fds.size() < o.qps) {
+    const int fd = connect_to(o.host, o.port);
+    if (fd < 0) break;
+    fds.push_back(fd);
+  }
+  bool ok = fds.size() == o.qps;
+  if (!ok) {
     SizeResult r;
     r.tcp = true;
     r.error = "cannot connect to the TCP baseline server " + o.host + " port " +
-              std::to_string(o.port);
+              std::to_string(o.port) + " (" + std::to_string(fds.size()) + " of " +
+              std::to_string(o.qps) + " connections)";
     results.push_back(r);
-    return false;
   }
-  bool ok = true;
   for (std::uint32_t size : o.sizes) {
-    SizeResult r;
-    ok = measure(fd, o, size, r);
-    results.push_back(r);
     if (!ok) break;
+    SizeResult r;
+    ok = measure(fds, o, size, r);
+    results.push_back(r);
   }
-  ::close(fd);
+  for (int fd : fds) ::close(fd);
   return ok;
 }
 
