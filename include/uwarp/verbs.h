@@ -164,6 +164,10 @@ class QueuePair {
   // Posts one work request. Errors: a request the QP cannot take (bad opcode, too many SGEs,
   // full queue, QP not yet connected). Failures during processing become completions.
   Status post_send(const SendWr& wr);
+  // Posts a list in order, up to the first request that cannot be posted (*posted, if given:
+  // how many were), and hands them to the transport together: consecutive messages leave in as
+  // few socket writes as fit (ibv_post_send's list). The error is that request's.
+  Status post_send(std::span<const SendWr> wrs, std::size_t* posted = nullptr);
   Status post_recv(const RecvWr& wr);
   Status modify_state(QpState target);
   // The negotiated inbound and outbound RDMA Read limits (after connection).

@@ -20,6 +20,7 @@
 #include <algorithm>
 #include <array>
 #include <cstring>
+#include <new>
 #include <vector>
 
 #include "api/impl.h"
@@ -63,8 +64,9 @@ class SgeList {
   std::span<const Sge> span_;
 };
 
-int post_one_send(QueuePair& qp, const ibv_send_wr& wr) {
-  SendWr w;
+// Converts one work request (its SGEs into `sges`, which must outlive `w`); an errno value if
+// it cannot be posted.
+int convert_send(const ibv_send_wr& wr, SendWr& w, SgeList& sges) {
   w.wr_id = wr.wr_id;
   const int opcode = enum_value(wr.opcode);
   switch (opcode) {
@@ -95,11 +97,57 @@ int post_one_send(QueuePair& qp, const ibv_send_wr& wr) {
   if ((wr.send_flags & IBV_SEND_SOLICITED) != 0) w.flags |= send_flags::kSolicited;
   if ((wr.send_flags & IBV_SEND_INLINE) != 0) w.flags |= send_flags::kInline;
   if ((wr.send_flags & IBV_SEND_FENCE) != 0) w.flags |= send_flags::kFence;
-  SgeList sges;
-  if (!sges.assign(wr.sg_list, wr.num_sge)) return EINVAL;
+  try {
+    if (!sges.assign(wr.sg_list, wr.num_sge)) return EINVAL;
+  } catch (const std::bad_alloc&) {
+    return ENOMEM;
+  }
   w.sg_list = sges.span();
-  const Status s = qp.post_send(w);
-  return s ? 0 : to_errno(s);
+  return 0;
+}
+
+// A list of requests goes to the core in chunks of this many, each chunk one post (so its
+// messages leave together); a single request needs no chunk.
+constexpr std::size_t kPostChunk = 8;
+
+int post_send_list(QueuePair& qp, ibv_send_wr* wr, ibv_send_wr** bad_wr) {
+  if (wr != nullptr && wr->next == nullptr) {
+    SendWr w;
+    SgeList sges;
+    int err = convert_send(*wr, w, sges);
+    if (err == 0) {
+      const Status s = qp.post_send(w);
+      err = s ? 0 : to_errno(s);
+    }
+    if (err != 0 && bad_wr != nullptr) *bad_wr = wr;
+    return err;
+  }
+  std::array<SendWr, kPostChunk> ws;
+  std::array<SgeList, kPostChunk> sges;
+  std::array<ibv_send_wr*, kPostChunk> from;
+  while (wr != nullptr) {
+    std::size_t n = 0;
+    int convert_err = 0;
+    for (; wr != nullptr && n < kPostChunk; wr = wr->next) {
+      ws[n] = SendWr{};
+      convert_err = convert_send(*wr, ws[n], sges[n]);
+      if (convert_err != 0) break;
+      from[n++] = wr;
+    }
+    if (n > 0) {
+      std::size_t posted = 0;
+      const Status s = qp.post_send(std::span<const SendWr>(ws.data(), n), &posted);
+      if (!s) {
+        if (bad_wr != nullptr) *bad_wr = from[std::min(posted, n - 1)];
+        return to_errno(s);
+      }
+    }
+    if (convert_err != 0) {
+      if (bad_wr != nullptr) *bad_wr = wr;
+      return convert_err;
+    }
+  }
+  return 0;
 }
 
 template <typename PostFn>
@@ -279,14 +327,12 @@ int modify_qp(OfaQp& q, const ibv_qp_attr& attr, int mask) {
 
 int post_send(ibv_qp* qp, ibv_send_wr* wr, ibv_send_wr** bad_wr) {
   QueuePair& core = OfaQp::from(qp)->core;
-  for (; wr != nullptr; wr = wr->next) {
-    const int err = c_boundary<int>(ENOMEM, [&] { return post_one_send(core, *wr); });
-    if (err != 0) {
-      if (bad_wr != nullptr) *bad_wr = wr;
-      return err;
-    }
-  }
-  return 0;
+  // Running out of memory fails the request it hit (ENOMEM, as a full queue): the conversion
+  // and the core's list post catch it per request. Anything else thrown fails the first.
+  const int err = c_boundary<int>(-1, [&] { return post_send_list(core, wr, bad_wr); });
+  if (err != -1) return err;
+  if (bad_wr != nullptr) *bad_wr = wr;
+  return ENOMEM;
 }
 
 int post_recv(ibv_qp* qp, ibv_recv_wr* wr, ibv_recv_wr** bad_wr) {

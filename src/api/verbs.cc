@@ -87,6 +87,9 @@ std::size_t SharedReceiveQueue::size() const { return impl_->rq.size(); }
 std::uint32_t QueuePair::qp_num() const { return impl_->qp->qp_num(); }
 QpState QueuePair::state() const { return impl_->qp->state(); }
 Status QueuePair::post_send(const SendWr& wr) { return impl_->qp->post_send(wr); }
+Status QueuePair::post_send(std::span<const SendWr> wrs, std::size_t* posted) {
+  return impl_->qp->post_send(wrs, posted);
+}
 Status QueuePair::post_recv(const RecvWr& wr) { return impl_->qp->post_recv(wr); }
 Status QueuePair::modify_state(QpState target) { return impl_->qp->modify_state(target); }
 std::uint16_t QueuePair::ird() const { return impl_->qp->ird(); }

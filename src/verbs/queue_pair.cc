@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <new>
 
 namespace uwarp::verbs {
 
@@ -91,6 +92,34 @@ Status QueuePair::modify_state(QpState target) {
 
 Status QueuePair::post_send(const SendWr& wr) {
   std::lock_guard lock(mu_);
+  bool kick = false;
+  const Status s = post_send_locked(wr, kick);
+  if (kick) link_->tx_ready();
+  return s;
+}
+
+Status QueuePair::post_send(std::span<const SendWr> wrs, std::size_t* posted) {
+  std::lock_guard lock(mu_);
+  bool kick = false;
+  Status s = Status::ok();
+  std::size_t n = 0;
+  for (; n < wrs.size(); ++n) {
+    // Out of memory fails this request alone (the ones before it stay posted), so that the
+    // count is exact.
+    try {
+      s = post_send_locked(wrs[n], kick);
+    } catch (const std::bad_alloc&) {
+      s = Status(Errc::kNoResources, "out of memory");
+    }
+    if (!s) break;
+  }
+  if (posted != nullptr) *posted = n;
+  // One transmit for all: consecutive messages leave in as few sendmsg calls as fit.
+  if (kick) link_->tx_ready();
+  return s;
+}
+
+Status QueuePair::post_send_locked(const SendWr& wr, bool& kick) {
   if (state_ == QpState::kReset || state_ == QpState::kInit || state_ == QpState::kRtr) {
     return Status(Errc::kInvalidState, "post_send needs a QP in RTS, SQD or ERROR");
   }
@@ -104,7 +133,7 @@ Status QueuePair::post_send(const SendWr& wr) {
     return Status(Errc::kInvalidArgument, "the connection allows no RDMA Reads (ORD 0)");
   }
   SqEntry e;
-  e.seq = next_seq_++;
+  e.seq = next_seq_;  // taken (incremented) only once the entry is queued: no gaps
   e.wr_id = wr.wr_id;
   e.opcode = wr.opcode;
   e.flags = wr.flags;
@@ -137,11 +166,13 @@ Status QueuePair::post_send(const SendWr& wr) {
     e.phase = Phase::kDone;
     e.status = WcStatus::kWrFlushError;
     sq_.push_back(std::move(e));
+    ++next_seq_;
     complete_in_order();
     return Status::ok();
   }
   sq_.push_back(std::move(e));
-  if (link_ != nullptr && state_ == QpState::kRts) link_->tx_ready();
+  ++next_seq_;
+  if (link_ != nullptr && state_ == QpState::kRts) kick = true;
   return Status::ok();
 }
 

@@ -78,6 +78,9 @@ class QueuePair final : public proto::RxDelegate {
 
   // Application calls (take the lock).
   Status post_send(const SendWr& wr);
+  // Posts wrs in order up to the first that fails (*posted: how many were taken), then starts
+  // transmitting them together.
+  Status post_send(std::span<const SendWr> wrs, std::size_t* posted);
   Status post_recv(const RecvWr& wr);
   Status modify_state(QpState target);
   QpState state() const;
@@ -157,6 +160,8 @@ class QueuePair final : public proto::RxDelegate {
   void rtr_received() override;
 
   // Transmit helpers.
+  // Validates and queues one request; kick: the link is to be told (once, by the caller).
+  Status post_send_locked(const SendWr& wr, bool& kick);
   bool next_message(proto::MessageSegmenter::Message& m);
   bool start_sq_entry(SqEntry& e, proto::MessageSegmenter::Message& m);
   SqEntry* find_sq(std::uint64_t seq);

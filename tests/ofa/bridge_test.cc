@@ -10,6 +10,7 @@
 #include <infiniband/verbs.h>
 #include <poll.h>
 
+#include <array>
 #include <chrono>
 #include <cstring>
 #include <optional>
@@ -305,6 +306,50 @@ TEST_F(BridgeTest, ConnectedQpsMoveDataThroughVerbs) {
   EXPECT_TRUE((wc->wc_flags & IBV_WC_WITH_INV) != 0);
   EXPECT_EQ(wc->invalidated_rkey, target->rkey);
   EXPECT_EQ(ibv_dereg_mr(target), 0);
+}
+
+// A list longer than the adapter's chunk of requests: the ones before the bad request are
+// posted (and complete in order, their data in place), none after it.
+TEST_F(BridgeTest, PostsAListUpToItsFirstBadRequest) {
+  connect();
+  if (HasFatalFailure()) return;
+  constexpr int kList = 12;  // the bad one last, past the first chunk of 8
+  std::array<ibv_sge, kList> sges{};
+  std::array<ibv_send_wr, kList> list{};
+  for (int i = 0; i < kList; ++i) {
+    std::memset(client_.buf + i * 16, 'a' + i, 16);
+    sges[i] = {reinterpret_cast<std::uintptr_t>(client_.buf) + i * 16, 16, client_.mr->lkey};
+    list[i].wr_id = 100 + i;
+    list[i].opcode = IBV_WR_RDMA_WRITE;
+    list[i].sg_list = &sges[i];
+    list[i].num_sge = 1;
+    list[i].send_flags = IBV_SEND_SIGNALED;
+    list[i].wr.rdma.remote_addr = reinterpret_cast<std::uintptr_t>(server_.buf) + 1024 + i * 16;
+    list[i].wr.rdma.rkey = server_.mr->rkey;
+    list[i].next = i + 1 < kList ? &list[i + 1] : nullptr;
+  }
+  list[kList - 1].opcode = IBV_WR_ATOMIC_FETCH_AND_ADD;
+  ibv_send_wr* bad = nullptr;
+  EXPECT_EQ(ibv_post_send(client_.qp, list.data(), &bad), EINVAL);
+  EXPECT_EQ(bad, &list[kList - 1]);
+  for (int i = 0; i < kList - 1; ++i) {
+    auto wc = poll_one(client_.cq);
+    ASSERT_TRUE(wc.has_value()) << i;
+    EXPECT_EQ(wc->status, IBV_WC_SUCCESS) << i;
+    EXPECT_EQ(wc->wr_id, 100u + i);
+  }
+  // A Read behind the Writes completes after they were placed.
+  ibv_send_wr read{};
+  read.wr_id = 200;
+  read.opcode = IBV_WR_RDMA_READ;
+  read.wr.rdma.remote_addr = reinterpret_cast<std::uintptr_t>(server_.buf) + 1024;
+  read.wr.rdma.rkey = server_.mr->rkey;
+  ASSERT_EQ(post_send(client_, read, 3072, 16), 0);
+  auto wc = poll_one(client_.cq);
+  ASSERT_TRUE(wc.has_value());
+  EXPECT_EQ(wc->wr_id, 200u);
+  for (int i = 0; i < kList - 1; ++i) EXPECT_EQ(server_.buf[1024 + i * 16 + 15], 'a' + i) << i;
+  EXPECT_EQ(server_.buf[1024 + (kList - 1) * 16], 0);
 }
 
 TEST_F(BridgeTest, DisconnectFlushesReceivesAndFiresTheChannel) {

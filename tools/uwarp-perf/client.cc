@@ -14,6 +14,7 @@
 // progress thread answers). Every 64th Write is signaled; its completion is reaped outside the
 // timed part.
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <cstdio>
 #include <random>
@@ -189,16 +190,24 @@ class Client {
     std::uint64_t total_done = 0;
     const std::uint64_t total = r.iters * qps.size();
     std::vector<WorkCompletion> wcs;
+    std::array<Sge, kMaxPostList> sges;
+    std::array<SendWr, kMaxPostList> wrs;
     while (total_done < total) {
       for (std::uint32_t q = 0; q < qps.size(); ++q) {
         DataQp& d = *qps[q];
+        // Up to --post-list requests per post_send (one list post: they leave together).
         while (d.outstanding < depth && d.posted < r.iters && d.credits > 0) {
-          Sge sge;
-          SendWr wr = data_wr(d, q, size, sge);
-          if (Status s = d.qp.post_send(wr); !s) return fail("post_send: " + s.to_string());
-          ++d.outstanding;
-          ++d.posted;
-          if (o_.op == Op::kSend) --d.credits;
+          std::uint32_t n = 0;
+          while (n < o_.post_list && d.outstanding + n < depth && d.posted + n < r.iters &&
+                 n < d.credits) {
+            wrs[n] = data_wr(d, q, size, sges[n]);
+            ++n;
+          }
+          if (Status s = d.qp.post_send(std::span<const SendWr>(wrs.data(), n)); !s)
+            return fail("post_send: " + s.to_string());
+          d.outstanding += n;
+          d.posted += n;
+          if (o_.op == Op::kSend) d.credits -= n;
         }
       }
       wcs.clear();

@@ -12,6 +12,8 @@ enum class Mode { kServer, kClient, kLoopback };
 enum class Op { kSend, kWrite, kRead };
 const char* to_string(Op op);
 
+inline constexpr std::uint32_t kMaxPostList = 64;
+
 struct Options {
   Mode mode = Mode::kLoopback;
   std::string addr = "0.0.0.0";    // server: listen address
@@ -22,6 +24,7 @@ struct Options {
   std::uint32_t iters = 0;  // 0: chosen per size (about 256 MiB or 20000 messages)
   std::uint32_t qps = 1;
   std::uint32_t depth = 0;  // outstanding WRs per QP; 0: chosen per size
+  std::uint32_t post_list = 1;  // bandwidth runs: WRs per post_send (one list post)
   bool crc = false;
   bool verify = false;
   bool json = false;
