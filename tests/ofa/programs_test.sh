@@ -333,6 +333,13 @@ group_perftest_options() {
   check_lat read_lat_s 4096
   perftest_pair write_lat_s 21209 127.0.0.1 ib_write_lat -s 65536 -n 500
   check_lat write_lat_s 65536
+  # -l: chained lists of work requests per ibv_post_send (uwarp hands them over 8 at a time).
+  perftest_pair write_bw_l 21210 127.0.0.1 ib_write_bw -l 8 -s 64 -n 5000
+  check_bw write_bw_l 64
+  expect "$tmp/write_bw_l.client" 'Post List +: 8'
+  perftest_pair read_bw_l 21211 127.0.0.1 ib_read_bw -l 8 -n 1000
+  check_bw read_bw_l 65536
+  expect "$tmp/read_bw_l.client" 'Post List +: 8'
 }
 
 group_ucmatose() {
