@@ -209,17 +209,16 @@ bool accept_group(int listener, std::uint32_t n, std::vector<int>& fds) {
 // holds the first connection and, once formed, the group's others.
 bool serve_request(int listener, std::vector<int>& group, const TcpRequest& req) {
   const int fd = group.front();
+  std::vector<std::uint8_t> buf(req.size);
   if (req.connections > 1) {
     if (group.size() == 1 && !accept_group(listener, req.connections, group)) return false;
     if (group.size() != req.connections || !receive_group(group, req.size, req.stream_iters)) return false;
   } else {
-    std::vector<std::uint8_t> buf(req.size);
     for (std::uint32_t i = 0; i < req.stream_iters; ++i)
       if (!recv_all(fd, buf.data(), req.size)) return false;
   }
   const std::uint8_t done = 1;
   if (!send_all(fd, &done, 1)) return false;
-  std::vector<std::uint8_t> buf(req.size);
   for (std::uint32_t i = 0; i < req.pingpong_iters; ++i)
     if (!recv_all_polling(fd, buf.data(), req.size) || !send_all(fd, buf.data(), req.size))
       return false;
