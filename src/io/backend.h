@@ -58,11 +58,14 @@ class IoBackend {
   virtual void send(int fd, std::span<const iovec> iov) = 0;
   virtual void accept(int listen_fd) = 0;
   // Arms a one-shot readiness watch: on_readable is called once, on the loop thread, as soon as
-  // the fd may have become readable since the handler last received until EAGAIN (at once if
-  // that may already be the case). Contract for the handler: after each on_readable (and
-  // whenever it receives itself), receive until EAGAIN or the end of the stream before it
-  // watches again; if it stops earlier (fairness), it passes maybe_readable = true so that the
-  // watch fires again at once. While no watch is armed, the backend may stop listening for the
+  // the fd may have become readable since the handler last emptied it (at once if that may
+  // already be the case). Contract for the handler: after each on_readable (and whenever it
+  // receives itself), receive until the socket is empty before it watches again: until EAGAIN,
+  // the end of the stream, or a receive that returned fewer bytes than it asked for (a stream
+  // socket returns less only when nothing more was queued; bytes queued later raise readiness
+  // anew, and once the peer has closed or the socket failed every watch fires at once, so the
+  // end of the stream behind a short read is not missed). If it stops earlier (fairness), it
+  // passes maybe_readable = true so that the watch fires again at once. While no watch is armed, the backend may stop listening for the
   // fd's read readiness at all (no wake-ups for it), until the next watch_readable.
   virtual void watch_readable(int fd, bool maybe_readable = false) = 0;
   virtual void connect_wait(int fd) = 0;

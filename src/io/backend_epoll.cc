@@ -3,7 +3,9 @@
 // operation whose flag is set is performed on the loop thread by run_once.
 //
 // Readiness watches (watch_readable): the flag is cleared when on_readable is delivered (the
-// handler then receives until EAGAIN itself), and set again by the next edge. An edge for an
+// handler then empties the socket itself), and set again by the next edge. A handler may stop
+// at a short receive, so a FIN queued behind the data it read would have had its edge already:
+// once an edge has reported the peer's close or an error, every watch fires at once. An edge for an
 // fd in watch mode that has no watch armed means another thread is receiving on it (a busy-
 // polling application): the fd's read interest is then removed from the epoll set, so that
 // further packets do not wake the loop thread for nothing, and restored by the next watch. The
@@ -85,7 +87,7 @@ class EpollBackend final : public IoBackend {
     arm(fd, [&](FdState& s) {
       s.watch_mode = true;
       s.watch_armed = true;
-      if (maybe_readable) s.readable = true;
+      if (maybe_readable || s.peer_closed) s.readable = true;
       if (!s.read_interest) set_interest_locked(fd, s, true, s.write_interest);
       return s.readable;
     });
@@ -135,6 +137,7 @@ class EpollBackend final : public IoBackend {
         bool write_interest = s.write_interest;
         if (e & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR)) {
           s.readable = true;
+          if (e & (EPOLLRDHUP | EPOLLHUP | EPOLLERR)) s.peer_closed = true;
           if (s.watch_mode && !s.watch_armed) read_interest = false;
         }
         if (e & (EPOLLOUT | EPOLLHUP | EPOLLERR)) {
@@ -171,6 +174,7 @@ class EpollBackend final : public IoBackend {
     bool connect_armed = false;
     bool watch_mode = false;    // watch_readable was used: read interest may be dropped
     bool watch_armed = false;
+    bool peer_closed = false;    // an edge reported the peer's close or an error (sticky)
     bool read_interest = true;   // EPOLLIN | EPOLLRDHUP are in the epoll set
     bool write_interest = true;  // EPOLLOUT is in the epoll set
   };
@@ -241,7 +245,7 @@ class EpollBackend final : public IoBackend {
           buf = s.recv_buf;
         } else if (s.watch_armed && s.readable) {
           s.watch_armed = false;
-          s.readable = false;  // the handler receives until EAGAIN; the next edge sets it
+          s.readable = false;  // the handler empties the socket; the next edge sets it
           op = kReadable;
         } else if (s.send_armed && s.writable) {
           op = kSend;

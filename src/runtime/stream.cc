@@ -208,6 +208,7 @@ bool Stream::receive_direct_locked(long& status) {
       rx_bytes_ += static_cast<std::size_t>(n);
       qp_->rx_commit_locked(static_cast<std::size_t>(n));
       progress = true;
+      if (static_cast<std::size_t>(n) < target.size()) status = -EAGAIN;  // a short read: empty
       continue;
     }
     if (n == -EINTR) continue;
@@ -248,6 +249,9 @@ bool Stream::receive_locked(bool* more) {
         if (static_cast<std::size_t>(status) == bounce_.size() && bounce_.size() < kBounceSize) {
           bounce_.resize(bounce_.size() * 2);  // receives into it only happen under mu_
         }
+        // A short read emptied the socket (io::IoBackend::watch_readable): no receive that
+        // would only say EAGAIN.
+        if (static_cast<std::size_t>(status) < want) return progress;
         continue;
       }
     }

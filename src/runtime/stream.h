@@ -103,7 +103,8 @@ class Stream final : public io::IoHandler,
 
   void pump_tx_locked();
   void deliver_sent_locked();
-  // Receives until EAGAIN or a bound (then *more = true); false if nothing was received.
+  // Receives until the socket is empty (EAGAIN or a short read) or a bound (then *more = true);
+  // false if nothing was received.
   bool receive_locked(bool* more);
   bool receive_direct_locked(long& status);
   void watch_locked(bool maybe_readable);
