@@ -1,6 +1,7 @@
 #include "proto/mpa_negotiator.h"
 
 #include <algorithm>
+#include <string>
 
 namespace uwarp::proto {
 namespace {
@@ -94,6 +95,14 @@ MpaProgress MpaInitiator::on_reply_bytes(ConstByteSpan received) {
   if (f.markers) return failed("peer requires MPA markers, which uwarp does not support");
   outcome_.crc = params_.crc || f.crc;
   if (words) {
+    // RFC 6581 section 3: the responder's ORD must fit the IRD our request offered; a reply
+    // that asks for more Reads in flight than we would accept is refused with "insufficient
+    // IRD" (as siw does) rather than failing its 129th Read later.
+    if (words->ord > clamp14(params_.ird)) {
+      return failed("MPA reply's ORD " + std::to_string(words->ord) + " exceeds our IRD " +
+                        std::to_string(clamp14(params_.ird)),
+                    wire::term::kLlpInsufficientIrd);
+    }
     // Our ORD cannot exceed what the responder will serve, nor our IRD what it will send.
     outcome_.ord = std::min(clamp14(params_.ord), words->ird);
     outcome_.ird = std::min(clamp14(params_.ird), words->ord);

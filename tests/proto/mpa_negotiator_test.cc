@@ -249,6 +249,24 @@ TEST(proto_mpa_negotiator, InitiatorTakesTheRtrTheReplyChose) {
   }
 }
 
+TEST(proto_mpa_negotiator, ReplyWhoseOrdExceedsOurIrdFailsWithInsufficientIrd) {
+  // The request offered IRD 1 (rping_params); a reply with ORD 2 wants two Reads in flight.
+  {
+    MpaInitiator i(rping_params(false, false));
+    const MpaProgress p = i.on_reply_bytes(siw_frame(true, 0x10, 2, {0x00, 0x01, 0x00, 0x02}));
+    EXPECT_EQ(p.step, MpaStep::kFailed);
+    EXPECT_EQ(p.terminate, wire::term::kLlpInsufficientIrd);
+    EXPECT_NE(p.reason.find("ORD 2 exceeds our IRD 1"), std::string::npos) << p.reason;
+  }
+  // ORD equal to the IRD offered, and below it, are accepted.
+  for (std::uint8_t ord : {1, 0}) {
+    MpaInitiator i(rping_params(false, false));
+    ASSERT_EQ(i.on_reply_bytes(siw_frame(true, 0x10, 2, {0x00, 0x01, 0x00, ord})).step,
+              MpaStep::kDone);
+    EXPECT_EQ(i.outcome().ird, ord);
+  }
+}
+
 TEST(proto_mpa_negotiator, ReplyWithoutMatchingRtrFailsWithTerminate) {
   // siw-flavour-p2p-no-rtr: the reply picks no RTR; siw answers Terminate LLP/0/0x07.
   {
