@@ -13,6 +13,10 @@
 //       siw active: one `verbs_peer client` connection per fault to 127.0.0.1:P; the fault is
 //       in the MPA reply.
 //   siw_inject list
+//   --peer uwarp: the peer is uwarp (`uwarp-run verbs_peer ...` on the host, tests/interop/
+//       inject_uwarp.sh) and the answers expected are uwarp's: RFC 5040 Terminates (control word
+//       layer << 4 | etype, M D R in its third byte's top bits; with M the terminated segment's
+//       whole ULPDU length, with D its DDP header, with R a Read Request's RDMAP header).
 //
 // Per fault it prints the bytes it injected ("sent HEX", one line per frame, as the guest's
 // capture shows them: the matrix matches its tshark check against them), siw's answer ("got
@@ -98,6 +102,10 @@ Bytes cat(Bytes a, const Bytes& b) {
   return a;
 }
 
+// The implementation behind verbs_peer: whose answers are expected (--peer).
+enum class Target : std::uint8_t { kSiw, kUwarp };
+const char* target_name(Target t) { return t == Target::kSiw ? "siw" : "uwarp"; }
+
 // What verbs_peer's hello says about its data region.
 struct ServerRegion {
   std::uint64_t addr = 0;
@@ -111,23 +119,28 @@ struct Session {
   bool crc = false;
   ServerRegion region;
   std::uint32_t send_msn = 1;  // the next MSN of our Sends (queue 0)
+  Target target = Target::kSiw;
 };
 
 // What one fault puts on the wire: frames (each printed as a "sent" line, written in one go).
 struct Injection {
   std::vector<Bytes> frames;
-  Bytes terminated_header;              // the DDP header siw copies into its Terminate (if it does)
-  std::uint16_t terminated_length = 0;  // the length siw puts in front of that copy
+  Bytes terminated;        // the ULPDU of the segment the Terminate is about (header copies)
+  Bytes uwarp_terminated;  // the one uwarp's Terminate is about, if another one
 };
 
-// What siw must answer.
+
+// What the peer must answer.
 enum class Answer : std::uint8_t {
   kTerminate,            // exactly `control` (+ the header copy with D), then the close
   kCloseNoTerminate,     // only the close (FPDUs before it allowed, no Terminate)
   kCloseMaybeTerminate,  // the same, or exactly `control` as the last FPDU before the close
+  kDataThenTerminate,    // FPDUs, then exactly `control` as the last FPDU, then the close
   kServed,               // the Read is served (a Read Response), no Terminate within 1 s
+  kNothing,              // no FPDU and no close within 1 s (the frame was accepted)
   kMpaClose,             // no MPA reply, the close
   kMpaReject,            // exactly `mpa_reply`, then the close
+  kMpaAccept,            // an MPA reply that accepts
 };
 
 struct Fault;
@@ -146,7 +159,22 @@ struct Fault {
   bool reply_bad_key = false;  // listen: with its key broken
   Bytes mpa_reply{};           // kMpaReject: siw's reply, byte for byte
   int rcvbuf = 0;              // shrink our receive buffer (a Read Response that must stall)
+  // uwarp's answer (--peer uwarp); its control word in the RFC 5040 layout.
+  Answer uwarp_answer = Answer::kTerminate;
+  std::array<std::uint8_t, 4> uwarp_control{};
+  Bytes uwarp_mpa_reply{};
 };
+
+// The answer `f` expects from `t`.
+struct Expected {
+  Answer answer;
+  std::array<std::uint8_t, 4> control;
+  const Bytes& mpa_reply;
+};
+Expected expected(const Fault& f, Target t) {
+  if (t == Target::kSiw) return {f.answer, f.control, f.mpa_reply};
+  return {f.uwarp_answer, f.uwarp_control, f.uwarp_mpa_reply};
+}
 
 // ---- frames ----
 
@@ -175,17 +203,15 @@ Bytes read_request(std::uint32_t msn, std::uint32_t queue, const ServerRegion& r
   return cat(RawPeer::header_bytes(RawPeer::untagged_header(RdmapOpcode::kReadRequest, queue, msn)),
              RawPeer::read_request_body(rr));
 }
-// An injection of one FPDU whose DDP header siw copies (length: the payload, per siw).
-Injection one(const Session& s, const Bytes& ulpdu, std::size_t header_size,
-              std::uint16_t terminated_length) {
+// An injection of one FPDU, the one a Terminate is about.
+Injection one(const Session& s, const Bytes& ulpdu) {
   Injection in;
   in.frames.push_back(ulpdu_fpdu(s, ulpdu));
-  in.terminated_header.assign(ulpdu.begin(), ulpdu.begin() + static_cast<long>(header_size));
-  in.terminated_length = terminated_length;
+  in.terminated = ulpdu;
   return in;
 }
 Injection send_with(const Session& s, const DdpHeader& h, std::size_t n = 16) {
-  return one(s, cat(RawPeer::header_bytes(h), payload(n)), h.size(), static_cast<std::uint16_t>(n));
+  return one(s, cat(RawPeer::header_bytes(h), payload(n)));
 }
 
 // ---- the MPA exchange and verbs_peer's protocol ----
@@ -276,16 +302,51 @@ bool open_session(Session& s, const Fault& f, const std::string& host, std::uint
 
 // ---- checking siw's answer ----
 
-// siw's Terminate for `control` after `in`, as a whole FPDU.
+// The terminated segment's DDP header (14 bytes tagged, 18 untagged) and, for a Read Request,
+// its RDMAP header (the 28 bytes after the DDP header).
+constexpr std::size_t kReadRequestBodySize = 28;
+bool is_tagged(const Bytes& ulpdu) { return !ulpdu.empty() && (ulpdu[0] & 0x80) != 0; }
+bool is_read_request(const Bytes& ulpdu) {
+  return ulpdu.size() >= 2 && !is_tagged(ulpdu) &&
+         (ulpdu[1] & 0x0f) == static_cast<std::uint8_t>(RdmapOpcode::kReadRequest);
+}
+std::size_t ddp_header_size(const Bytes& ulpdu) {
+  return is_tagged(ulpdu) ? uwarp::wire::kTaggedHeaderSize : uwarp::wire::kUntaggedHeaderSize;
+}
+void put_be16(Bytes& b, std::size_t v) {
+  b.push_back(static_cast<std::uint8_t>(v >> 8));
+  b.push_back(static_cast<std::uint8_t>(v));
+}
+
+// The Terminate for `control` after `in`, as a whole FPDU, as the target lays it out.
+// siw: with D (bit 1 of the third byte) the segment's length less siw's header length for the
+// opcode (so a Read Request's is 0), then its DDP header only. RFC 5040 section 4.8 (uwarp): with
+// M or D (0x80, 0x40) the DDP Segment Length (the whole ULPDU), with D the DDP header, with R
+// (0x20) a Read Request's RDMAP header.
 Bytes expected_terminate(const Session& s, const std::array<std::uint8_t, 4>& control,
                          const Injection& in) {
   Bytes u = RawPeer::header_bytes(
       RawPeer::untagged_header(RdmapOpcode::kTerminate, uwarp::wire::kQueueTerminate, 1));
   u.insert(u.end(), control.begin(), control.end());
-  if (control[2] & 0x02) {  // D: siw copies the terminated segment's header
-    u.push_back(static_cast<std::uint8_t>(in.terminated_length >> 8));
-    u.push_back(static_cast<std::uint8_t>(in.terminated_length));
-    u.insert(u.end(), in.terminated_header.begin(), in.terminated_header.end());
+  const Bytes& seg = s.target == Target::kUwarp && !in.uwarp_terminated.empty()
+                         ? in.uwarp_terminated
+                         : in.terminated;
+  const std::size_t ddp = ddp_header_size(seg);
+  const auto copy = [&](std::size_t from, std::size_t n) {
+    from = std::min(from, seg.size());
+    n = std::min(n, seg.size() - from);
+    u.insert(u.end(), seg.begin() + static_cast<long>(from), seg.begin() + static_cast<long>(from + n));
+  };
+  if (s.target == Target::kSiw) {
+    if (control[2] & 0x02) {
+      const std::size_t siw_header = is_read_request(seg) ? ddp + kReadRequestBodySize : ddp;
+      put_be16(u, seg.size() - std::min(seg.size(), siw_header));
+      copy(0, ddp);
+    }
+  } else {
+    if (control[2] & 0xc0) put_be16(u, seg.size());
+    if (control[2] & 0x40) copy(0, ddp);
+    if (control[2] & 0x20) copy(ddp, kReadRequestBodySize);
   }
   return ulpdu_fpdu(s, u);
 }
@@ -332,25 +393,37 @@ const char* code_name(int layer, int etype, int ecode) {
   return "?";
 }
 
-// The code as siw means it (its bitfield layout), e.g. "DDP/2/0x01 (invalid QN), M, D".
-uwarp::wire::TerminateCode siw_code(const std::uint8_t* c) {
+// The code as the target means it: siw's bitfield layout swaps layer and error type and keeps
+// M D R in bits 0-2 of the third byte; RFC 5040's has them in bits 7-5.
+uwarp::wire::TerminateCode terminate_code(const std::uint8_t* c, Target t) {
+  const bool swapped = t == Target::kSiw;
   uwarp::wire::TerminateCode code;
-  code.layer = static_cast<uwarp::wire::TermLayer>(c[0] & 0x0f);
-  code.etype = static_cast<std::uint8_t>(c[0] >> 4);
+  code.layer = static_cast<uwarp::wire::TermLayer>(swapped ? c[0] & 0x0f : c[0] >> 4);
+  code.etype = static_cast<std::uint8_t>(swapped ? c[0] >> 4 : c[0] & 0x0f);
   code.ecode = c[1];
   return code;
 }
-std::string decode_control(const std::uint8_t* c) {
-  const auto code = siw_code(c);
-  return uwarp::wire::describe(code) + " (" + code_name(c[0] & 0x0f, c[0] >> 4, c[1]) + ")" +
-         ((c[2] & 1) ? ", M" : "") + ((c[2] & 2) ? ", D" : "") + ((c[2] & 4) ? ", R" : "");
+struct TermFlags {
+  bool m, d, r;
+};
+TermFlags term_flags(const std::uint8_t* c, Target t) {
+  if (t == Target::kSiw) return {(c[2] & 1) != 0, (c[2] & 2) != 0, (c[2] & 4) != 0};
+  return {(c[2] & 0x80) != 0, (c[2] & 0x40) != 0, (c[2] & 0x20) != 0};
+}
+// e.g. "DDP/2/0x01 (invalid QN), M, D".
+std::string decode_control(const std::uint8_t* c, Target t) {
+  const auto code = terminate_code(c, t);
+  const TermFlags fl = term_flags(c, t);
+  return uwarp::wire::describe(code) + " (" +
+         code_name(static_cast<int>(code.layer), code.etype, code.ecode) + ")" +
+         (fl.m ? ", M" : "") + (fl.d ? ", D" : "") + (fl.r ? ", R" : "");
 }
 
-std::string describe_terminate(const RawFpdu& t) {
+std::string describe_terminate(const RawFpdu& t, Target target) {
   const Bytes& p = t.payload;
   if (p.size() < 4) return "a Terminate shorter than its control word";
-  std::string s = "Terminate " + decode_control(p.data());
-  if ((p[2] & 0x02) && p.size() >= 6) {
+  std::string s = "Terminate " + decode_control(p.data(), target);
+  if (term_flags(p.data(), target).d && p.size() >= 6) {
     const unsigned len = static_cast<unsigned>(p[4]) << 8 | p[5];
     s += ", segment length " + std::to_string(len) + ", terminated header " + hex(p, 6);
   }
@@ -396,14 +469,15 @@ bool check_terminate(Session& s, const Fault& f, const Injection& in) {
     say(f.name, "MISMATCH: the first FPDU is not a Terminate");
     return false;
   }
-  say(f.name, describe_terminate(*t));
+  say(f.name, describe_terminate(*t, s.target));
+  const std::string who = target_name(s.target);
   if (t->payload.size() >= 4) {
-    const bool as_rfc =
-        std::string(f.rfc).rfind(uwarp::wire::describe(siw_code(t->payload.data())), 0) == 0;
-    say(f.name,
-        std::string("RFC: ") + f.rfc + (as_rfc ? "; siw answers so" : "; siw answers otherwise"));
+    const std::string code = uwarp::wire::describe(terminate_code(t->payload.data(), s.target));
+    const bool as_rfc = std::string(f.rfc).rfind(code, 0) == 0;
+    say(f.name, std::string("RFC: ") + f.rfc + "; " + who +
+                    (as_rfc ? " answers so" : " answers otherwise"));
   }
-  const Bytes want = expected_terminate(s, f.control, in);
+  const Bytes want = expected_terminate(s, expected(f, s.target).control, in);
   bool ok = t->bytes == want;
   if (!ok) say(f.name, "MISMATCH: expected " + hex(want));
   Rest rest = read_rest(s, kCloseTimeoutMs);
@@ -416,14 +490,14 @@ bool check_terminate(Session& s, const Fault& f, const Injection& in) {
     say(f.name, "MISMATCH: the connection stayed open after the Terminate");
     ok = false;
   } else {
-    say(f.name, "siw closed the connection");
+    say(f.name, who + " closed the connection");
   }
   return ok;
 }
 
-// kCloseNoTerminate, or with `in` kCloseMaybeTerminate.
+// kCloseNoTerminate, or with `in` kCloseMaybeTerminate (kDataThenTerminate: `required`).
 bool check_close_no_terminate(Session& s, const Fault& f, int timeout_ms,
-                              const Injection* in = nullptr) {
+                              const Injection* in = nullptr, bool required = false) {
   Rest r = read_rest(s, timeout_ms);
   say(f.name, std::to_string(r.payload_bytes) + " payload bytes in " +
                   std::to_string(r.fpdus.size()) + "+ FPDU(s), " + std::to_string(r.terminates) +
@@ -431,17 +505,21 @@ bool check_close_no_terminate(Session& s, const Fault& f, int timeout_ms,
   for (const auto& t : r.fpdus) {
     if (!t.is_terminate()) continue;
     say(f.name, "got " + hex(t.bytes));
-    say(f.name, describe_terminate(t));
+    say(f.name, describe_terminate(t, s.target));
   }
   if (in != nullptr && r.closed && r.terminates == 1 && r.last_is_terminate) {
-    const Bytes want = expected_terminate(s, f.control, *in);
+    const Bytes want = expected_terminate(s, expected(f, s.target).control, *in);
     const bool ok = r.fpdus.back().bytes == want;
     say(f.name, ok ? "the Terminate after the data, then the close"
                    : "MISMATCH: expected the close, or before it " + hex(want));
     return ok;
   }
+  if (required) {
+    say(f.name, "MISMATCH: expected the Terminate as the last FPDU before the close");
+    return false;
+  }
   const bool ok = r.closed && r.terminates == 0;
-  say(f.name, ok ? "no Terminate, siw closed the connection"
+  say(f.name, ok ? std::string("no Terminate, ") + target_name(s.target) + " closed the connection"
                  : "MISMATCH: expected the close and no Terminate");
   return ok;
 }
@@ -450,9 +528,20 @@ bool check_close_no_terminate(Session& s, const Fault& f, int timeout_ms,
 
 constexpr std::uint32_t kBadQueue = 5;
 
+// uwarp's refusal of markers (docs/interop.md): R set, M cleared, its IRD/ORD words zero and a
+// reason as private data.
+Bytes uwarp_markers_reply() {
+  const std::string key = "MPA ID Rep Frame", why = "uwarp: MPA markers not supported";
+  Bytes b(key.begin(), key.end());
+  const std::size_t pd = uwarp::wire::kMpaEnhancedWordsSize + why.size();
+  b.insert(b.end(), {0x30, 0x02, static_cast<std::uint8_t>(pd >> 8), static_cast<std::uint8_t>(pd)});
+  b.insert(b.end(), uwarp::wire::kMpaEnhancedWordsSize, 0x00);
+  b.insert(b.end(), why.begin(), why.end());
+  return b;
+}
+
 std::vector<Fault> make_faults() {
   using uwarp::wire::kQueueReadRequest;
-  using uwarp::wire::kUntaggedHeaderSize;
   std::vector<Fault> v;
   auto add = [&](Fault f) { v.push_back(std::move(f)); };
 
@@ -465,14 +554,16 @@ std::vector<Fault> make_faults() {
          auto h = send_header(s.send_msn);
          h.queue = kBadQueue;
          return std::optional(send_with(s, h));
-       }});
+       },
+       .uwarp_control = {0x12, 0x01, 0xc0, 0x00}});
   add({.name = "send-bad-msn",
        .condition = "Send with an MSN 7 ahead of the expected one",
        .rfc = "DDP/2/0x03",
        .control = {0x21, 0x03, 0x03, 0x00},
        .inject = [](Session& s, const Fault&) {
          return std::optional(send_with(s, send_header(s.send_msn + 7)));
-       }});
+       },
+       .uwarp_control = {0x12, 0x03, 0xc0, 0x00}});
   add({.name = "send-bad-mo",
        .condition = "first (and last) segment of a Send with MO 100",
        .rfc = "DDP/2/0x04",
@@ -481,7 +572,8 @@ std::vector<Fault> make_faults() {
          auto h = send_header(s.send_msn);
          h.message_offset = 100;
          return std::optional(send_with(s, h));
-       }});
+       },
+       .uwarp_control = {0x12, 0x04, 0xc0, 0x00}});
   add({.name = "read-bad-msn",
        .condition = "Read Request with MSN 5 on the Read Request queue (expected 1)",
        .rfc = "DDP/2/0x03",
@@ -489,8 +581,9 @@ std::vector<Fault> make_faults() {
        .control = {0x21, 0x03, 0x03, 0x00},
        .inject = [](Session& s, const Fault&) {
          return std::optional(
-             one(s, read_request(5, kQueueReadRequest, s.region, 64), kUntaggedHeaderSize, 0));
-       }});
+             one(s, read_request(5, kQueueReadRequest, s.region, 64)));
+       },
+       .uwarp_control = {0x12, 0x03, 0xc0, 0x00}});
   add({.name = "read-bad-qn",
        .condition = "Read Request on queue 5 (MSN 1, a valid source)",
        .rfc = "DDP/2/0x01",
@@ -498,8 +591,9 @@ std::vector<Fault> make_faults() {
        .answer = Answer::kServed,
        .inject = [](Session& s, const Fault&) {
          return std::optional(
-             one(s, read_request(1, kBadQueue, s.region, 64), kUntaggedHeaderSize, 0));
-       }});
+             one(s, read_request(1, kBadQueue, s.region, 64)));
+       },
+       .uwarp_control = {0x12, 0x01, 0xc0, 0x00}});
   // RDMAP (RFC 5040 section 7.2, 6.3: the responder's IRD bounds the Read Requests in flight).
   add({.name = "read-ird-0",
        .condition = "Read Request with IRD 0 negotiated",
@@ -507,8 +601,9 @@ std::vector<Fault> make_faults() {
        .control = {0x20, 0x07, 0x03, 0x00},
        .inject = [](Session& s, const Fault&) {
          return std::optional(
-             one(s, read_request(1, kQueueReadRequest, s.region, 64), kUntaggedHeaderSize, 0));
-       }});
+             one(s, read_request(1, kQueueReadRequest, s.region, 64)));
+       },
+       .uwarp_control = {0x02, 0x07, 0xe0, 0x00}});
   // The first Read (the whole 16 MiB region) stalls because we stop reading (small receive
   // buffer); then two more make three outstanding with IRD 1. siw sees the overrun and stops
   // its transmitter, but sends no Terminate while a transmission is in progress
@@ -536,13 +631,17 @@ std::vector<Fault> make_faults() {
          say(f.name, "the Read Response to the first Read Request is under way; two more Reads");
          std::this_thread::sleep_for(std::chrono::milliseconds(500));
          Injection in;
-         in.frames.push_back(ulpdu_fpdu(s, read_request(2, kQueueReadRequest, s.region, 64)));
+         const Bytes second = read_request(2, kQueueReadRequest, s.region, 64);
          const Bytes third = read_request(3, kQueueReadRequest, s.region, 64);
+         in.frames.push_back(ulpdu_fpdu(s, second));
          in.frames.push_back(ulpdu_fpdu(s, third));
-         in.terminated_header.assign(third.begin(), third.begin() + kUntaggedHeaderSize);
+         in.terminated = third;
+         in.uwarp_terminated = second;  // uwarp counts the Read in progress (IRD 1)
          return in;
        },
-       .rcvbuf = 16384});
+       .rcvbuf = 16384,
+       .uwarp_answer = Answer::kDataThenTerminate,
+       .uwarp_control = {0x02, 0x07, 0xe0, 0x00}});
   // Versions and opcodes (RFC 5041 section 7.2, RFC 5040 section 7.2): siw copies no header.
   add({.name = "ddp-version-tagged",
        .condition = "RDMA Write with DDP version 2",
@@ -552,7 +651,8 @@ std::vector<Fault> make_faults() {
          auto h = RawPeer::tagged_header(RdmapOpcode::kRdmaWrite, s.region.stag, s.region.addr);
          h.ddp_version = 2;
          return std::optional(send_with(s, h));
-       }});
+       },
+       .uwarp_control = {0x11, 0x04, 0xc0, 0x00}});
   add({.name = "ddp-version-untagged",
        .condition = "Send with DDP version 0",
        .rfc = "DDP/2/0x06",
@@ -561,7 +661,8 @@ std::vector<Fault> make_faults() {
          auto h = send_header(s.send_msn);
          h.ddp_version = 0;
          return std::optional(send_with(s, h));
-       }});
+       },
+       .uwarp_control = {0x12, 0x06, 0xc0, 0x00}});
   add({.name = "rdmap-version",
        .condition = "Send with RDMAP version 2",
        .rfc = "RDMAP/2/0x05",
@@ -570,7 +671,8 @@ std::vector<Fault> make_faults() {
          auto h = send_header(s.send_msn);
          h.rdmap_version = 2;
          return std::optional(send_with(s, h));
-       }});
+       },
+       .uwarp_control = {0x02, 0x05, 0xc0, 0x00}});
   add({.name = "opcode-unknown",
        .condition = "untagged message with the unassigned RDMAP opcode 0xC",
        .rfc = "RDMAP/2/0x06",
@@ -579,7 +681,8 @@ std::vector<Fault> make_faults() {
          auto h = send_header(s.send_msn);
          h.opcode = 0xC;
          return std::optional(send_with(s, h));
-       }});
+       },
+       .uwarp_control = {0x02, 0x06, 0xc0, 0x00}});
   add({.name = "opcode-atomic",
        .condition = "RFC 7306 Atomic Request (opcode 0xA, queue 3, MSN 1)",
        .rfc = "RDMAP/2/0x06 (from a peer without RFC 7306)",
@@ -588,7 +691,8 @@ std::vector<Fault> make_faults() {
          const auto h =
              RawPeer::untagged_header(static_cast<RdmapOpcode>(0xA), uwarp::wire::kQueueAtomic, 1);
          return std::optional(send_with(s, h, 52));
-       }});
+       },
+       .uwarp_control = {0x02, 0x06, 0xc0, 0x00}});
   // Tagged buffer errors a verbs sender cannot make (RFC 5041 section 7.2).
   add({.name = "write-to-wrap",
        .condition = "RDMA Write of 64 bytes at TO 0xfffffffffffffff0 (the TO wraps)",
@@ -599,7 +703,8 @@ std::vector<Fault> make_faults() {
          return std::optional(send_with(
              s, RawPeer::tagged_header(RdmapOpcode::kRdmaWrite, s.region.stag, ~std::uint64_t{15}),
              64));
-       }});
+       },
+       .uwarp_control = {0x11, 0x03, 0xc0, 0x00}});
   // An RDMA Write in two segments, the second one wrong.
   auto segmented = [](Session& s, std::uint32_t stag2, std::uint64_t to2) {
     Injection in;
@@ -608,8 +713,7 @@ std::vector<Fault> make_faults() {
         payload(16)));
     const DdpHeader h2 = RawPeer::tagged_header(RdmapOpcode::kRdmaWrite, stag2, to2);
     in.frames.push_back(fpdu(s, h2, payload(16, 0x6a)));
-    in.terminated_header = RawPeer::header_bytes(h2);
-    in.terminated_length = 16;
+    in.terminated = cat(RawPeer::header_bytes(h2), payload(16, 0x6a));
     return std::optional(in);
   };
   add({.name = "write-segment-stag",
@@ -618,14 +722,16 @@ std::vector<Fault> make_faults() {
        .control = {0x11, 0x00, 0x03, 0x00},
        .inject = [segmented](Session& s, const Fault&) {
          return segmented(s, s.region.stag ^ 0x100, s.region.addr + 16);
-       }});
+       },
+       .uwarp_control = {0x11, 0x00, 0xc0, 0x00}});
   add({.name = "write-segment-to",
        .condition = "second segment of an RDMA Write 8 bytes past the first one's end",
        .rfc = "no code (DDP places each tagged segment by its own STag and TO)",
        .control = {0x11, 0x01, 0x03, 0x00},
        .inject = [segmented](Session& s, const Fault&) {
          return segmented(s, s.region.stag, s.region.addr + 24);
-       }});
+       },
+       .uwarp_answer = Answer::kNothing});
   add({.name = "rresp-unsolicited",
        .condition = "Read Response with no Read Request outstanding",
        .rfc = "no code named; DDP/1/0x00 fits (no sink STag is valid)",
@@ -633,7 +739,8 @@ std::vector<Fault> make_faults() {
        .inject = [](Session& s, const Fault&) {
          return std::optional(
              send_with(s, RawPeer::tagged_header(RdmapOpcode::kReadResponse, 0x1234, 0)));
-       }});
+       },
+       .uwarp_control = {0x11, 0x00, 0xc0, 0x00}});
   // MPA framing and CRC (RFC 5044 sections 4 and 4.4).
   add({.name = "fpdu-short",
        .condition = "FPDU whose ULPDU (4 bytes) is shorter than a DDP header",
@@ -645,7 +752,8 @@ std::vector<Fault> make_faults() {
          // siw reads a whole header before it looks at the length: a valid Send follows.
          in.frames.push_back(fpdu(s, send_header(s.send_msn), payload(16)));
          return std::optional(in);
-       }});
+       },
+       .uwarp_control = {0x20, 0x03, 0x00, 0x00}});
   add({.name = "crc-bad",
        .condition = "Send whose CRC field is inverted (CRC negotiated)",
        .rfc = "LLP/0/0x02",
@@ -660,7 +768,45 @@ std::vector<Fault> make_faults() {
          for (std::size_t i = fr.size() - uwarp::wire::kMpaCrcSize; i < fr.size(); ++i)
            fr[i] ^= 0xff;
          return in;
-       }});
+       },
+       .uwarp_control = {0x20, 0x02, 0xc0, 0x00}});
+  // Terminates sent to the peer: RFC 5040 never answers a Terminate with one, so whatever is
+  // wrong with it, the peer reports it and closes; unless it is not taken for a Terminate at all.
+  auto terminate = [](bool send_queue, Bytes body) {
+    return [send_queue, body](Session& s, const Fault&) {
+      const DdpHeader h =
+          send_queue ? RawPeer::untagged_header(RdmapOpcode::kTerminate, uwarp::wire::kQueueSend,
+                                                s.send_msn)
+                     : RawPeer::untagged_header(RdmapOpcode::kTerminate,
+                                                uwarp::wire::kQueueTerminate, 1);
+      return std::optional(one(s, cat(RawPeer::header_bytes(h), body)));
+    };
+  };
+  add({.name = "terminate",
+       .condition = "a Terminate RDMAP / remote protection / invalid STag, no header copied",
+       .rfc = "the close, no Terminate",
+       .answer = Answer::kCloseNoTerminate,
+       .inject = terminate(false, {0x01, 0x00, 0x00, 0x00}),
+       .uwarp_answer = Answer::kCloseNoTerminate});
+  add({.name = "terminate-short",
+       .condition = "a Terminate without its control word (an 18-byte ULPDU)",
+       .rfc = "the close, no Terminate (or LLP/0/0x03: an FPDU too short for its opcode)",
+       .control = {0x02, 0x03, 0x00, 0x00},  // siw: "short mpa_len 18 for opcode 7"
+       .inject = terminate(false, {}),
+       .uwarp_answer = Answer::kCloseNoTerminate});
+  add({.name = "terminate-bad-layer",
+       .condition = "a Terminate naming the undefined layer 3",
+       .rfc = "the close, no Terminate",
+       .answer = Answer::kCloseNoTerminate,
+       .inject = terminate(false, {0x30, 0x00, 0x00, 0x00}),
+       .uwarp_answer = Answer::kCloseNoTerminate});
+  add({.name = "terminate-bad-qn",
+       .condition = "a Terminate on queue 0 (the Send queue), with the Send queue's next MSN",
+       .rfc = "the close, or RDMAP/2/0x06 (no Terminate: a Terminate belongs on queue 2)",
+       .answer = Answer::kCloseNoTerminate,
+       .inject = terminate(true, {0x01, 0x00, 0x00, 0x00}),
+       .uwarp_control = {0x02, 0x06, 0xc0, 0x00}});
+
   // MPA requests siw refuses (siw passive; verbs_peer never sees these connections).
   auto request = [](auto edit) {
     return [edit](Session& s, const Fault&) {
@@ -679,7 +825,8 @@ std::vector<Fault> make_faults() {
          Bytes b = RawPeer::build_mpa(MpaFrameKind::kRequest, o);
          b[uwarp::wire::kMpaKeySize - 1] = 'f';
          return b;
-       })});
+       }),
+       .uwarp_answer = Answer::kMpaClose});
   add({.name = "mpa-markers",
        .condition = "MPA request asking for markers (M)",
        .rfc = "a reply without markers, or one with R",
@@ -690,7 +837,9 @@ std::vector<Fault> make_faults() {
        }),
        // the request's key and bits less M plus R, and siw's IRD/ORD words, still zero
        .mpa_reply = {'M', 'P', 'A', ' ', 'I',  'D',  ' ',  'R',  'e',  'p',  ' ',  'F',
-                     'r', 'a', 'm', 'e', 0x30, 0x02, 0x00, 0x04, 0x00, 0x00, 0x00, 0x00}});
+                     'r', 'a', 'm', 'e', 0x30, 0x02, 0x00, 0x04, 0x00, 0x00, 0x00, 0x00},
+       .uwarp_answer = Answer::kMpaReject,
+       .uwarp_mpa_reply = uwarp_markers_reply()});
   add({.name = "mpa-revision-3",
        .condition = "MPA request with revision 3",
        .rfc = "LLP/0/0x04, or the close",
@@ -698,7 +847,8 @@ std::vector<Fault> make_faults() {
        .inject = request([](RawMpaOptions& o) {
          o.revision = 3;
          return Bytes{};
-       })});
+       }),
+       .uwarp_answer = Answer::kMpaClose});
   add({.name = "mpa-pd-257",
        .condition = "MPA request with 257 bytes of private data (RFC 5044 allows 512)",
        .rfc = "a reply (512 bytes are allowed)",
@@ -706,7 +856,8 @@ std::vector<Fault> make_faults() {
        .inject = request([](RawMpaOptions& o) {
          o.private_data.assign(257 - uwarp::wire::kMpaEnhancedWordsSize, 0x70);
          return Bytes{};
-       })});
+       }),
+       .uwarp_answer = Answer::kMpaAccept});
 
   // MPA replies siw refuses (siw active: verbs_peer client in the p2p flavour, which offers
   // WRITE and READ RTR). The reply otherwise accepts: IRD = ORD = 16, WRITE RTR.
@@ -725,32 +876,40 @@ std::vector<Fault> make_faults() {
        .listen = true,
        .control = {0x02, 0x04, 0x00, 0x00},
        .reply = rep,
-       .reply_bad_key = true});
+       .reply_bad_key = true,
+       .uwarp_control = {0x20, 0x04, 0x00, 0x00}});
   add({.name = "reply-ord-200",
        .condition = "MPA reply with ORD 200 (the initiator's IRD is at most 128)",
        .rfc = "LLP/0/0x06",
        .listen = true,
        .control = {0x02, 0x06, 0x00, 0x00},
-       .reply = big_ord});
+       .reply = big_ord,
+       .uwarp_control = {0x20, 0x06, 0x00, 0x00}});
   add({.name = "reply-no-rtr",
        .condition = "MPA reply that picks no RTR for a peer-to-peer request",
        .rfc = "LLP/0/0x07",
        .listen = true,
        .control = {0x02, 0x07, 0x00, 0x00},
-       .reply = no_rtr});
+       .reply = no_rtr,
+       .uwarp_control = {0x20, 0x07, 0x00, 0x00}});
   add({.name = "reply-markers",
        .condition = "MPA reply with markers (M)",
        .rfc = "the close (markers are negotiable; siw supports none)",
        .listen = true,
        .answer = Answer::kCloseNoTerminate,
-       .reply = markers});
+       .reply = markers,
+       .uwarp_answer = Answer::kCloseNoTerminate});
   return v;
 }
 
 // ---- running one fault ----
 
-bool run_connect(const Fault& f, const std::string& host, std::uint16_t port, bool crc, bool mpa1) {
+bool run_connect(const Fault& f, Target target, const std::string& host, std::uint16_t port,
+                 bool crc, bool mpa1) {
   Session s;
+  s.target = target;
+  const Expected want = expected(f, target);
+  const std::string who = target_name(target);
   const bool mpa_fault = std::strncmp(f.name, "mpa-", 4) == 0;
   if (mpa_fault) {
     s.crc = crc;
@@ -769,13 +928,24 @@ bool run_connect(const Fault& f, const std::string& host, std::uint16_t port, bo
   }
   if (!s.peer.send_raw(all))
     return say(f.name, "MISMATCH: the connection failed while sending"), false;
-  switch (f.answer) {
+  switch (want.answer) {
     case Answer::kTerminate:
       return check_terminate(s, f, *in);
     case Answer::kCloseNoTerminate:
       return check_close_no_terminate(s, f, 30000);
     case Answer::kCloseMaybeTerminate:
       return check_close_no_terminate(s, f, 30000, &*in);
+    case Answer::kDataThenTerminate:
+      return check_close_no_terminate(s, f, 30000, &*in, true);
+    case Answer::kNothing: {
+      ReadStatus st;
+      auto r = s.peer.read_fpdu(1000, &st);
+      if (r) say(f.name, "MISMATCH: got " + hex(r->bytes, 0, 64));
+      if (!r && st != ReadStatus::kTimeout) say(f.name, "MISMATCH: the close");
+      const bool ok = !r && st == ReadStatus::kTimeout;
+      if (ok) say(f.name, "no answer within 1 s: " + who + " accepted the frame");
+      return ok;  // we close
+    }
     case Answer::kServed: {
       ReadStatus st;
       auto r = s.peer.read_fpdu(kAnswerTimeoutMs, &st);
@@ -785,8 +955,9 @@ bool run_connect(const Fault& f, const std::string& host, std::uint16_t port, bo
           r->header && r->header->tagged && r->header->last &&
           r->header->opcode == static_cast<std::uint8_t>(RdmapOpcode::kReadResponse) &&
           r->header->stag == 0x1234 && r->header->tagged_offset == 0 && r->payload.size() == 64;
-      say(f.name, resp ? "a Read Response of 64 bytes to STag 0x1234, TO 0: siw served the Read"
-                       : "MISMATCH: not the Read Response");
+      say(f.name, resp ? "a Read Response of 64 bytes to STag 0x1234, TO 0: " + who +
+                             " served the Read"
+                       : std::string("MISMATCH: not the Read Response"));
       auto more = s.peer.read_fpdu(1000, &st);
       if (more) say(f.name, "MISMATCH: then " + hex(more->bytes, 0, 64));
       if (!more && st != ReadStatus::kTimeout) say(f.name, "MISMATCH: then the close");
@@ -797,19 +968,27 @@ bool run_connect(const Fault& f, const std::string& host, std::uint16_t port, bo
       const bool closed = s.peer.wait_closed(kAnswerTimeoutMs, &got);
       say(f.name, std::to_string(got) + " bytes back, " + (closed ? "closed" : "still open"));
       const bool ok = closed && got == 0;
-      say(f.name, ok ? "no MPA reply, siw closed the connection"
-                     : "MISMATCH: expected the close and nothing else");
+      say(f.name, ok ? "no MPA reply, " + who + " closed the connection"
+                     : std::string("MISMATCH: expected the close and nothing else"));
       return ok;
     }
+    case Answer::kMpaAccept: {
+      ReadStatus st;
+      auto rep = s.peer.read_mpa(MpaFrameKind::kReply, kAnswerTimeoutMs, &st);
+      if (!rep) return say(f.name, std::string("MISMATCH: no MPA reply: ") + to_string(st)), false;
+      say(f.name, rep->reject ? "MISMATCH: an MPA reply with R (rejected)"
+                              : "an MPA reply that accepts: " + who + " took the request");
+      return !rep->reject;  // we close
+    }
     case Answer::kMpaReject: {
-      Bytes rep(f.mpa_reply.size());
+      Bytes rep(want.mpa_reply.size());
       const auto st =
           s.peer.read_exact(rep.data(), rep.size(), RawPeer::deadline_after(kAnswerTimeoutMs));
       if (st != ReadStatus::kOk) return say(f.name, "MISMATCH: no MPA reply"), false;
       say(f.name, "got " + hex(rep));
-      bool ok = rep == f.mpa_reply;
+      bool ok = rep == want.mpa_reply;
       if (!ok)
-        say(f.name, "MISMATCH: expected " + hex(f.mpa_reply));
+        say(f.name, "MISMATCH: expected " + hex(want.mpa_reply));
       else
         say(f.name, "MPA reply with R (rejected), IRD/ORD words 0");
       std::size_t more = 0;
@@ -821,10 +1000,12 @@ bool run_connect(const Fault& f, const std::string& host, std::uint16_t port, bo
   return false;
 }
 
-bool run_listen(const Fault& f, RawListener& l) {
+bool run_listen(const Fault& f, Target target, RawListener& l) {
   Session s;
+  s.target = target;
   s.peer = l.accept(kAcceptTimeoutMs);
-  if (!s.peer.valid()) return say(f.name, "MISMATCH: no connection from siw"), false;
+  if (!s.peer.valid())
+    return say(f.name, std::string("MISMATCH: no connection from ") + target_name(target)), false;
   ReadStatus st;
   auto req = s.peer.read_mpa(MpaFrameKind::kRequest, kMpaTimeoutMs, &st);
   if (!req) return say(f.name, std::string("MISMATCH: no MPA request: ") + to_string(st)), false;
@@ -833,15 +1014,16 @@ bool run_listen(const Fault& f, RawListener& l) {
   say(f.name, "sent " + hex(b));
   if (!s.peer.send_raw(b))
     return say(f.name, "MISMATCH: the connection failed while sending"), false;
-  if (f.answer == Answer::kCloseNoTerminate)
+  if (expected(f, target).answer == Answer::kCloseNoTerminate)
     return check_close_no_terminate(s, f, kAnswerTimeoutMs);
   return check_terminate(s, f, Injection{});
 }
 
 int usage() {
   std::fprintf(stderr,
-               "usage: siw_inject connect --port P [--host H] [--crc] [--mpa1] --faults F1,F2,...\n"
-               "       siw_inject listen --port P --faults F1,F2,...\n"
+               "usage: siw_inject connect --port P [--host H] [--crc] [--mpa1] [--peer siw|uwarp]\n"
+               "                         --faults F1,F2,...\n"
+               "       siw_inject listen --port P [--peer siw|uwarp] --faults F1,F2,...\n"
                "       siw_inject list\n");
   return 2;
 }
@@ -860,6 +1042,7 @@ int main(int argc, char** argv) {
   std::string host = "127.0.0.1", list;
   int port = 0;
   bool crc = false, mpa1 = false;
+  Target target = Target::kSiw;
   for (int i = 2; i < argc; ++i) {
     const std::string a = argv[i];
     if (a == "--crc")
@@ -872,6 +1055,10 @@ int main(int argc, char** argv) {
       host = argv[++i];
     else if (i + 1 < argc && a == "--faults")
       list = argv[++i];
+    else if (i + 1 < argc && a == "--peer" && std::strcmp(argv[i + 1], "siw") == 0 && ++i)
+      target = Target::kSiw;
+    else if (i + 1 < argc && a == "--peer" && std::strcmp(argv[i + 1], "uwarp") == 0 && ++i)
+      target = Target::kUwarp;
     else
       return usage();
   }
@@ -905,10 +1092,12 @@ int main(int argc, char** argv) {
   int bad = 0;
   for (const Fault* f : run) {
     say(f->name, std::string(f->condition));
-    const bool ok = mode == "listen"
-                        ? run_listen(*f, *listener)
-                        : run_connect(*f, host, static_cast<std::uint16_t>(port), crc, mpa1);
-    if (f->answer != Answer::kTerminate) say(f->name, std::string("RFC: ") + f->rfc);
+    const bool ok =
+        mode == "listen"
+            ? run_listen(*f, target, *listener)
+            : run_connect(*f, target, host, static_cast<std::uint16_t>(port), crc, mpa1);
+    if (expected(*f, target).answer != Answer::kTerminate)
+      say(f->name, std::string("RFC: ") + f->rfc);
     say(f->name, ok ? "ok" : "FAILED");
     if (!ok) ++bad;
   }

@@ -611,17 +611,17 @@ if want inject && [ -x "$inject" ] && [ -x "$peer" ]; then
   }
 
   # siw passive, default flavour, MPA revision 2 without CRC.
-  # The MPA faults come first: verbs_peer exits after its 17th connection.
-  faults=mpa-bad-key,mpa-markers,mpa-revision-3,mpa-pd-257,send-bad-qn,send-bad-msn,send-bad-mo,read-bad-msn,read-bad-qn,read-ird-0,read-beyond-ird,ddp-version-tagged,ddp-version-untagged,rdmap-version,opcode-unknown,opcode-atomic,write-to-wrap,write-segment-stag,write-segment-to,rresp-unsolicited,fpdu-short
+  # The MPA faults come first: verbs_peer exits after its 21st connection.
+  faults=mpa-bad-key,mpa-markers,mpa-revision-3,mpa-pd-257,send-bad-qn,send-bad-msn,send-bad-mo,read-bad-msn,read-bad-qn,read-ird-0,read-beyond-ird,ddp-version-tagged,ddp-version-untagged,rdmap-version,opcode-unknown,opcode-atomic,write-to-wrap,write-segment-stag,write-segment-to,rresp-unsolicited,fpdu-short,terminate,terminate-short,terminate-bad-layer,terminate-bad-qn
   injector=1
-  active "" default "$(inject_server 17)" "$inject connect --port PORT --faults $faults"
+  active "" default "$(inject_server 21)" "$inject connect --port PORT --faults $faults"
   inject_checks "$faults"
   # What siw's application saw (the receive verbs_peer posted, async events) ...
   for f in send-bad-qn send-bad-msn send-bad-mo; do
     expect_in "$work/guest.log" $f "status general error \(21\), opcode 128" siw inject
     expect_in "$work/guest.log" $f "async event: local work queue catastrophic error" siw inject
   done
-  for f in read-bad-msn read-bad-qn read-ird-0 ddp-version-tagged ddp-version-untagged rdmap-version opcode-unknown opcode-atomic write-to-wrap rresp-unsolicited fpdu-short; do
+  for f in read-bad-msn read-bad-qn read-ird-0 ddp-version-tagged ddp-version-untagged rdmap-version opcode-unknown opcode-atomic write-to-wrap rresp-unsolicited fpdu-short terminate terminate-short terminate-bad-layer terminate-bad-qn; do
     expect_in "$work/guest.log" $f "status Work Request Flushed Error \(5\), opcode 128" siw inject
     expect_not_in "$work/guest.log" $f "async event" siw inject
   done
@@ -640,7 +640,9 @@ if want inject && [ -x "$inject" ] && [ -x "$peer" ]; then
       "received ddp version unsupported 2" "received ddp version unsupported 0" \
       "received rdmap version unsupported 2" "received unknown packet type 12" \
       "received unknown packet type 10" "bogus addr: fffffffffffffff0" "write stag: " \
-      "write off: " "ORQ empty, size 16" "short mpa_len 4 for opcode 3"; do
+      "write off: " "ORQ empty, size 16" "short mpa_len 4 for opcode 3" \
+      "got TERMINATE. layer 1, type 0, code 0" "short mpa_len 18 for opcode 7" \
+      "got TERMINATE. layer 0, type 3, code 0" "rx bogus TERM \[QN x00000000"; do
     expect "$work/guest.log" "^kernel: siw: .*$w" siw
   done
   if [ "$have_tshark" = 1 ]; then
@@ -649,12 +651,12 @@ if want inject && [ -x "$inject" ] && [ -x "$peer" ]; then
     # whichever came.
     beyond=""
     grep -q "^siw_inject: read-beyond-ird: the Terminate after the data" "$work/host.log" && beyond="20070300 "
-    want="21010300 21030300 21040300 21030300 20070300 ${beyond}11040000 21060000 20050000 20060000 20060000 01000300 11000300 11010300 01000300 02030000 "
+    want="21010300 21030300 21040300 21030300 20070300 ${beyond}11040000 21060000 20050000 20060000 20060000 01000300 11000300 11010300 01000300 02030000 02030000 "
     [ "$got" = "$want" ] || problems+=("wire: siw's Terminates '$got', expected '$want'")
     decoded_as fpdu-short "Malformed"
     decoded_as mpa-bad-key undecoded
   fi
-  finish "siw_inject -> siw verbs_peer server: 17 malformed or out-of-contract frames, 4 MPA requests siw refuses"
+  finish "siw_inject -> siw verbs_peer server: 21 malformed or out-of-contract frames, 4 MPA requests siw refuses"
 
   # siw passive, crc flavour, MPA revision 1 with CRC: the CRC mismatch, and siw's Terminates
   # with their CRC (siw_inject compares the whole FPDU, CRC included).
