@@ -163,8 +163,10 @@ std::optional<wire::TerminateCode> RdmapReceiver::on_segment_end(ConstByteSpan b
       wire::TerminateMessage msg;
       if (t) {
         msg = *t;
-      } else if (buffered.size() >= 4) {
+      } else if (buffered.size() >= wire::kTerminateControlSize) {
         msg.raw_control = load_be32(buffered.data());
+      } else {
+        msg.has_control = false;
       }
       delegate_.terminate_received(msg);
       return std::nullopt;

@@ -186,8 +186,12 @@ std::optional<wire::TerminateCode> QueuePair::read_request(const wire::ReadReque
 void QueuePair::terminate_received(const wire::TerminateMessage& m) {
   const WcStatus status = status_for_remote_terminate(m.raw_control);
   char detail[96];
-  std::snprintf(detail, sizeof detail, "peer sent Terminate, control word 0x%08x (%s)", m.raw_control,
-                wire::describe(m.code).c_str());
+  if (m.has_control) {
+    std::snprintf(detail, sizeof detail, "peer sent Terminate, control word 0x%08x (%s)",
+                  m.raw_control, wire::describe(m.code).c_str());
+  } else {
+    std::snprintf(detail, sizeof detail, "peer sent Terminate without a control word");
+  }
   enter_error(status, m.raw_control);
   report(status == WcStatus::kRemoteAccessError ? AsyncEventType::kQpAccessError : AsyncEventType::kQpFatal,
          detail);

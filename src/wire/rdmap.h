@@ -112,6 +112,7 @@ inline constexpr std::size_t kTerminateMaxSize =
 struct TerminateMessage {
   TerminateCode code;
   std::uint32_t raw_control = 0;  // as received: siw swaps layer and etype (see docs/interop.md)
+  bool has_control = true;        // false: the body ended before its control word
   bool has_segment_length = false;
   std::uint16_t segment_length = 0;  // ULPDU length of the terminated segment
   ConstByteSpan ddp_header;          // the terminated segment's DDP header (14 or 18 bytes)

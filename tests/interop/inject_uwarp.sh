@@ -117,7 +117,9 @@ for f in ${frames//,/ }; do
   section "$f" > "$tmp/$f.lines"
   case $f in
     write-segment-to) ;;
-    terminate | terminate-short | terminate-bad-layer) event="async event .*: peer sent Terminate" ;;
+    terminate) event="async event QP access error, .*: peer sent Terminate, control word 0x01000000" ;;
+    terminate-short) event="async event .*: peer sent Terminate without a control word" ;;
+    terminate-bad-layer) event="async event .*: peer sent Terminate, control word 0x30000000" ;;
     *) event="async event .*: sent Terminate" ;;
   esac
   expect "$tmp/$f.lines" "Work Request Flushed Error \(5\), opcode 128" "frames: $f: receive flushed"

@@ -56,6 +56,7 @@ class FakeDelegate final : public RxDelegate {
   std::vector<InboundSend> sends;
   std::vector<wire::ReadRequest> read_requests;
   std::vector<Term> terminates;
+  std::vector<bool> terminate_has_control;
   int read_responses_complete = 0;
   int rtrs = 0;
 
@@ -100,6 +101,7 @@ class FakeDelegate final : public RxDelegate {
   void terminate_received(const wire::TerminateMessage& m) override {
     terminates.push_back({m.code, m.raw_control, Bytes(m.ddp_header.begin(), m.ddp_header.end()),
                           Bytes(m.rdmap_header.begin(), m.rdmap_header.end())});
+    terminate_has_control.push_back(m.has_control);
   }
   void rtr_received() override { ++rtrs; }
 
@@ -315,6 +317,7 @@ TEST(proto_rdmap_receiver, ShortTerminateStillEndsReception) {
   Rx rx;
   ASSERT_TRUE(rx.feed(untagged_header(RdmapOpcode::kTerminate, 2, 1), Bytes{0x20, 0x07}));
   ASSERT_EQ(rx.d.terminates.size(), 1u);
+  EXPECT_FALSE(rx.d.terminate_has_control[0]);  // reported as such, not as control word 0
   EXPECT_TRUE(rx.r.terminated());
 }
 
