@@ -150,15 +150,17 @@ class EpollBackend final : public IoBackend {
         ready_.push_back(fd);
       }
     }
-    std::vector<int> batch;
     {
+      // The two vectors trade buffers, so that a wake-up allocates nothing once they have grown.
       std::lock_guard lock(mu_);
-      batch.swap(ready_);
+      batch_.swap(ready_);
     }
-    std::sort(batch.begin(), batch.end());
-    batch.erase(std::unique(batch.begin(), batch.end()), batch.end());
-    for (int fd : batch) perform(fd);
-    return batch.size();
+    std::sort(batch_.begin(), batch_.end());
+    batch_.erase(std::unique(batch_.begin(), batch_.end()), batch_.end());
+    for (int fd : batch_) perform(fd);
+    const std::size_t performed = batch_.size();
+    batch_.clear();
+    return performed;
   }
 
  private:
@@ -313,6 +315,7 @@ class EpollBackend final : public IoBackend {
   std::mutex mu_;
   std::unordered_map<int, FdState> fds_;
   std::vector<int> ready_;
+  std::vector<int> batch_;  // loop thread only: the fds run_once is performing
   std::atomic<std::thread::id> loop_thread_{};
   bool pwait2_ = true;  // loop thread only
 };
