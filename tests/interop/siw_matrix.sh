@@ -494,6 +494,16 @@ if want verbs_peer && [ -x "$run" ] && [ -x "$peer" ]; then
   fi
   finish "uwarp-run verbs_peer -> siw verbs_peer: Send, Write, Read 1 B - 16 MiB, zero-length, SE, Send with Invalidate"
 
+  # uwarp initiating MPA revision 1 from an unmodified program (no IRD/ORD words): siw serves
+  # uwarp's Reads all the same.
+  active "" default "./verbs_peer server -p PORT -c 1" "$run --mpa rev1 $peer client -a 127.0.0.1 -p PORT -s 1,4096,65536,1048576 -r 20"
+  for n in 1 4096 65536 1048576; do expect "$work/host.log" "size $n: Send, RDMA Write, RDMA Read verified" uwarp; done
+  expect "$work/host.log" "connection 1 \(data\): all steps verified" uwarp
+  if [ "$have_tshark" = 1 ]; then
+    [ "$(grep -c 'Revision: 1' "$work/$cap.decode.txt")" -ge 2 ] || problems+=("wire: not MPA revision 1")
+  fi
+  finish "uwarp-run --mpa rev1 verbs_peer -> siw verbs_peer: MPA revision 1 from uwarp, Reads included, up to 1 MiB"
+
   for flavour in default crc p2p p2p-read mpa1; do
     crc=""; [ "$flavour" = crc ] && crc=crc
     sizes=1,4096,65536,1048576
