@@ -65,8 +65,9 @@ class IoBackend {
   // socket returns less only when nothing more was queued; bytes queued later raise readiness
   // anew, and once the peer has closed or the socket failed every watch fires at once, so the
   // end of the stream behind a short read is not missed). If it stops earlier (fairness), it
-  // passes maybe_readable = true so that the watch fires again at once. While no watch is armed, the backend may stop listening for the
-  // fd's read readiness at all (no wake-ups for it), until the next watch_readable.
+  // passes maybe_readable = true so that the watch fires again at once. While no watch is
+  // armed, the backend may stop listening for the fd's read readiness at all (no wake-ups for
+  // it), until the next watch_readable.
   virtual void watch_readable(int fd, bool maybe_readable = false) = 0;
   virtual void connect_wait(int fd) = 0;
   // Waits up to `timeout` (negative: no limit; microsecond resolution where the kernel offers

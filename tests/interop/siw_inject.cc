@@ -64,7 +64,7 @@ constexpr int kNudgeAfterMs = 300;       // see open_session
 constexpr int kAnswerTimeoutMs = 10000;  // siw's Terminate (or close) after the fault
 constexpr int kCloseTimeoutMs = 5000;    // the close after the Terminate
 constexpr int kAcceptTimeoutMs = 90000;  // listen: the guest boots first
-constexpr int kSettleMs = 300;           // after verbs_peer's ACK, before the fault
+constexpr int kSettleMs = 300;           // siw: after verbs_peer's ACK, before the fault
 
 // verbs_peer.c's struct msg: 72 bytes, little-endian (x86-64 on both ends), no padding; the
 // fault's name of C_INJECT overlays the address fields.
@@ -128,7 +128,6 @@ struct Injection {
   Bytes terminated;        // the ULPDU of the segment the Terminate is about (header copies)
   Bytes uwarp_terminated;  // the one uwarp's Terminate is about, if another one
 };
-
 
 // What the peer must answer.
 enum class Answer : std::uint8_t {
@@ -295,16 +294,15 @@ bool open_session(Session& s, const Fault& f, const std::string& host, std::uint
   // siw sends no Terminate while a transmit work request is in progress (siw_send_terminate),
   // and its ACK's request can still be when the ACK has arrived here (seen: the ACK completed
   // with "local QP operation error" and the connection closed without a Terminate). Let siw's
-  // transmitter go idle first.
-  std::this_thread::sleep_for(std::chrono::milliseconds(kSettleMs));
+  // transmitter go idle first. uwarp needs no such pause: the fault follows the ACK at once.
+  if (s.target == Target::kSiw) std::this_thread::sleep_for(std::chrono::milliseconds(kSettleMs));
   return true;
 }
 
-// ---- checking siw's answer ----
+// ---- checking the peer's answer ----
 
-// The terminated segment's DDP header (14 bytes tagged, 18 untagged) and, for a Read Request,
-// its RDMAP header (the 28 bytes after the DDP header).
-constexpr std::size_t kReadRequestBodySize = 28;
+// A terminated segment's headers: its DDP header (14 bytes tagged, 18 untagged) and, for a Read
+// Request, the RDMAP header after it (uwarp::wire::kReadRequestSize bytes).
 bool is_tagged(const Bytes& ulpdu) { return !ulpdu.empty() && (ulpdu[0] & 0x80) != 0; }
 bool is_read_request(const Bytes& ulpdu) {
   return ulpdu.size() >= 2 && !is_tagged(ulpdu) &&
@@ -335,18 +333,20 @@ Bytes expected_terminate(const Session& s, const std::array<std::uint8_t, 4>& co
   const auto copy = [&](std::size_t from, std::size_t n) {
     from = std::min(from, seg.size());
     n = std::min(n, seg.size() - from);
-    u.insert(u.end(), seg.begin() + static_cast<long>(from), seg.begin() + static_cast<long>(from + n));
+    u.insert(u.end(), seg.begin() + static_cast<long>(from),
+             seg.begin() + static_cast<long>(from + n));
   };
   if (s.target == Target::kSiw) {
     if (control[2] & 0x02) {
-      const std::size_t siw_header = is_read_request(seg) ? ddp + kReadRequestBodySize : ddp;
+      const std::size_t siw_header =
+          is_read_request(seg) ? ddp + uwarp::wire::kReadRequestSize : ddp;
       put_be16(u, seg.size() - std::min(seg.size(), siw_header));
       copy(0, ddp);
     }
   } else {
     if (control[2] & 0xc0) put_be16(u, seg.size());
     if (control[2] & 0x40) copy(0, ddp);
-    if (control[2] & 0x20) copy(ddp, kReadRequestBodySize);
+    if (control[2] & 0x20) copy(ddp, uwarp::wire::kReadRequestSize);
   }
   return ulpdu_fpdu(s, u);
 }
@@ -534,7 +534,8 @@ Bytes uwarp_markers_reply() {
   const std::string key = "MPA ID Rep Frame", why = "uwarp: MPA markers not supported";
   Bytes b(key.begin(), key.end());
   const std::size_t pd = uwarp::wire::kMpaEnhancedWordsSize + why.size();
-  b.insert(b.end(), {0x30, 0x02, static_cast<std::uint8_t>(pd >> 8), static_cast<std::uint8_t>(pd)});
+  b.insert(b.end(),
+           {0x30, 0x02, static_cast<std::uint8_t>(pd >> 8), static_cast<std::uint8_t>(pd)});
   b.insert(b.end(), uwarp::wire::kMpaEnhancedWordsSize, 0x00);
   b.insert(b.end(), why.begin(), why.end());
   return b;
@@ -580,8 +581,7 @@ std::vector<Fault> make_faults() {
        .ord = 1,
        .control = {0x21, 0x03, 0x03, 0x00},
        .inject = [](Session& s, const Fault&) {
-         return std::optional(
-             one(s, read_request(5, kQueueReadRequest, s.region, 64)));
+         return std::optional(one(s, read_request(5, kQueueReadRequest, s.region, 64)));
        },
        .uwarp_control = {0x12, 0x03, 0xc0, 0x00}});
   add({.name = "read-bad-qn",
@@ -590,8 +590,7 @@ std::vector<Fault> make_faults() {
        .ord = 1,
        .answer = Answer::kServed,
        .inject = [](Session& s, const Fault&) {
-         return std::optional(
-             one(s, read_request(1, kBadQueue, s.region, 64)));
+         return std::optional(one(s, read_request(1, kBadQueue, s.region, 64)));
        },
        .uwarp_control = {0x12, 0x01, 0xc0, 0x00}});
   // RDMAP (RFC 5040 section 7.2, 6.3: the responder's IRD bounds the Read Requests in flight).
@@ -600,8 +599,7 @@ std::vector<Fault> make_faults() {
        .rfc = "RDMAP/2/0x07",
        .control = {0x20, 0x07, 0x03, 0x00},
        .inject = [](Session& s, const Fault&) {
-         return std::optional(
-             one(s, read_request(1, kQueueReadRequest, s.region, 64)));
+         return std::optional(one(s, read_request(1, kQueueReadRequest, s.region, 64)));
        },
        .uwarp_control = {0x02, 0x07, 0xe0, 0x00}});
   // The first Read (the whole 16 MiB region) stalls because we stop reading (small receive
