@@ -29,10 +29,15 @@ class Connection;
 class Listener;
 }  // namespace cm
 
+// Peer-to-peer mode (RFC 6581): the RTR messages the active side offers; the passive side picks
+// one (uwarp and siw prefer WRITE).
+enum class RtrOffer : std::uint8_t { kWriteOrRead, kWrite, kRead };
+
 struct ConnectionParams {
   std::vector<std::uint8_t> private_data;  // at most 508 bytes (252 towards Linux siw)
   bool crc = false;                        // ask for MPA CRC32c (used if either side asks)
   bool peer_to_peer = false;               // RFC 6581 peer-to-peer mode (RTR before data)
+  RtrOffer rtr_offer = RtrOffer::kWriteOrRead;  // active side, peer-to-peer: the RTRs offered
   std::uint8_t mpa_revision = 2;           // 1 or 2
   std::uint16_t ird = 16;                  // inbound RDMA Reads served at once (<= 128)
   std::uint16_t ord = 16;                  // outbound RDMA Reads in flight (<= 128)

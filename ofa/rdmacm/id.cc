@@ -420,6 +420,7 @@ int rdma_connect(rdma_cm_id* id, rdma_conn_param* conn_param) {
     params.ird = at_least_one(ird);
     params.crc = g.mpa.crc;
     params.peer_to_peer = g.mpa.peer_to_peer;
+    params.rtr_offer = g.mpa.rtr_offer;
     params.mpa_revision = g.mpa.revision;
     params.private_data = s->connect_data;
     if (conn_param != nullptr) {

@@ -4,6 +4,7 @@
 //   crc   ask for MPA CRC32c (used if either side asks)
 //   p2p   active side: peer-to-peer mode, offering a zero-length WRITE or READ as RTR (the
 //         passive side follows what the active side asks for)
+//   p2p-write, p2p-read  the same, offering only that RTR
 //   rev1  active side: MPA revision 1 (no IRD/ORD exchange, no peer-to-peer; the passive side
 //         answers in the revision of the request)
 // Unset or empty: revision 2, no CRC, no peer-to-peer.
@@ -12,6 +13,7 @@
 #include <cstdint>
 #include <string_view>
 
+#include "uwarp/cm.h"
 #include "uwarp/status.h"
 
 namespace uwarp::rdmacm {
@@ -19,6 +21,7 @@ namespace uwarp::rdmacm {
 struct MpaChoice {
   bool crc = false;
   bool peer_to_peer = false;
+  RtrOffer rtr_offer = RtrOffer::kWriteOrRead;
   std::uint8_t revision = 2;
 };
 

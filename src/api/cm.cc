@@ -12,6 +12,8 @@ proto::MpaParams to_mpa(const ConnectionParams& p) {
   m.revision = p.mpa_revision;
   m.crc = p.crc;
   m.peer_to_peer = p.peer_to_peer;
+  m.offer_write_rtr = p.rtr_offer != RtrOffer::kRead;
+  m.offer_read_rtr = p.rtr_offer != RtrOffer::kWrite;
   m.ird = p.ird;
   m.ord = p.ord;
   m.private_data = p.private_data;

@@ -90,7 +90,7 @@ done
 
 # An unmodified program asking through uwarp-run --mpa for what rdma_conn_param cannot express.
 if command -v rping >/dev/null; then
-  for mpa in crc,p2p rev1; do
+  for mpa in crc,p2p rev1 p2p-read; do
     name="rping-${mpa/,/-}"
     port=$((20000 + RANDOM % 20000))
     start_capture "$name" "$port"
@@ -104,6 +104,13 @@ if command -v rping >/dev/null; then
     expect_found "$name" "rdma-ping-2" "$work/$name.client"
     if [ "$mpa" = rev1 ]; then
       expect_found "$name" "Revision: 1" "$work/$name.decode.txt"
+    elif [ "$mpa" = p2p-read ]; then
+      # Only a READ RTR offered: the first DDP frame is a zero-length Read Request from the
+      # active side (18-byte untagged header, 28-byte body, MPA length and CRC fields).
+      checks=$((checks + 1))
+      first=$(grep -m1 "DDP/RDMA" "$work/$name.list.txt")
+      [[ "$first" == *" Read Request "* && "$(awk '{print $7}' <<<"$first")" == 118 ]] ||
+        fail "$name: the first DDP frame is not a zero-length Read Request (RTR): $first"
     else
       expect_found "$name" "CRC flag: True" "$work/$name.decode.txt"
       expect_found "$name" "Good CRC32" "$work/$name.decode.txt"

@@ -447,6 +447,13 @@ if want programs && [ -x "$run" ] && [ -x /usr/bin/rping ]; then
     [[ "$first" == *" Write "* ]] || problems+=("wire: the first DDP frame is not a WRITE RTR: $first")
   fi
   finish "uwarp-run --mpa p2p rping -c -> siw rping -s: peer-to-peer, WRITE RTR"
+  active "" default "rping -s -a \$GUEST_IP -p PORT -v -C 3" "$run --mpa p2p-read rping -c -a 127.0.0.1 -p PORT -v -C 3"
+  if [ "$have_tshark" = 1 ]; then
+    # Only a READ RTR offered: siw must pick it; uwarp's first DDP frame is a Read Request.
+    first=$(grep -m1 "DDP/RDMA" "$work/$cap.list.txt")
+    [[ "$first" == *" Read Request "* ]] || problems+=("wire: the first DDP frame is not a READ RTR: $first")
+  fi
+  finish "uwarp-run --mpa p2p-read rping -c -> siw rping -s: peer-to-peer, READ RTR"
   for flavour in default crc p2p p2p-read mpa1; do
     crc=""; [ "$flavour" = crc ] && crc=crc
     passive "" "$flavour" "$run rping -s -a 0.0.0.0 -p PORT -v -C 3" "rping -c -a \$HOST_IP -p PORT -v -C 3" 1 "$crc"

@@ -26,6 +26,22 @@ TEST(MpaChoice, WordsCombineInAnyOrder) {
   EXPECT_EQ(r->revision, 1);
 }
 
+TEST(MpaChoice, PeerToPeerOffersBothRtrsOrTheOneNamed) {
+  auto both = parse_mpa_choice("p2p");
+  ASSERT_TRUE(both);
+  EXPECT_EQ(both->rtr_offer, RtrOffer::kWriteOrRead);
+  auto write = parse_mpa_choice("p2p-write");
+  ASSERT_TRUE(write);
+  EXPECT_TRUE(write->peer_to_peer);
+  EXPECT_EQ(write->rtr_offer, RtrOffer::kWrite);
+  auto read = parse_mpa_choice("crc,p2p-read");
+  ASSERT_TRUE(read);
+  EXPECT_TRUE(read->peer_to_peer);
+  EXPECT_TRUE(read->crc);
+  EXPECT_EQ(read->rtr_offer, RtrOffer::kRead);
+  EXPECT_FALSE(parse_mpa_choice("rev1,p2p-read"));
+}
+
 TEST(MpaChoice, UnknownWordIsNamed) {
   auto c = parse_mpa_choice("crc,markers");
   ASSERT_FALSE(c);
