@@ -132,7 +132,7 @@ void Stream::pump_tx_locked() {
   pumping_ = true;
   do {
     pump_again_ = false;
-    while (qp_ != nullptr && !send_armed_ && !write_shut_ && !torn_down_) {
+    while (qp_ != nullptr && !send_armed_ && !write_shut_ && !torn_down_ && send_error_ == 0) {
       if (batch_.empty()) {
         refresh_fpdu_size_locked();
         if (!qp_->tx_fill_locked(batch_)) break;
@@ -150,12 +150,32 @@ void Stream::pump_tx_locked() {
         break;
       }
       if (n == -EINTR) continue;
-      lost_locked(false, std::string("send failed: ") + std::strerror(static_cast<int>(-n)));
+      send_failed_locked(n);
       break;
     }
   } while (pump_again_ && !torn_down_);
   pumping_ = false;
   maybe_shut_write_locked();
+}
+
+std::string Stream::send_failure() const {
+  return std::string("send failed: ") + std::strerror(static_cast<int>(-send_error_));
+}
+
+void Stream::send_failed_locked(long error) {
+  // The posting thread gets here through tx_ready with the QP lock only, and ending the stream
+  // (lost_locked) needs mu_ as well: stop transmitting and let the engine thread end it.
+  if (send_error_ != 0) return;
+  send_error_ = error;
+  std::weak_ptr<Stream> weak = weak_from_this();
+  engine_.post([weak] {
+    auto self = weak.lock();
+    if (!self) return;
+    std::lock_guard lock(self->mu_);
+    if (self->qp_ == nullptr) return;  // ended meanwhile (the receive saw the reset too)
+    std::lock_guard qlock(self->qp_->mutex());
+    self->lost_locked(false, self->send_failure());
+  });
 }
 
 void Stream::deliver_sent_locked() {
@@ -257,6 +277,12 @@ bool Stream::receive_locked(bool* more) {
     }
     if (status == -EAGAIN || status == -EWOULDBLOCK) return progress;
     if (qp_ == nullptr) return progress;  // the stream ended while the QP handled the bytes
+    if (status == 0 && send_error_ != 0) {
+      // The send that failed took the socket's error (a reset): the end of the stream is not
+      // an orderly close.
+      lost_locked(false, send_failure());
+      return true;
+    }
     if (status == 0) {
       // An orderly close only between FPDUs; a stream cut inside one is a failure.
       // After a Terminate the stream was only being drained: its end is the expected close.

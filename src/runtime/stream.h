@@ -102,6 +102,8 @@ class Stream final : public io::IoHandler,
   static constexpr std::size_t kSmallRead = 512;
 
   void pump_tx_locked();
+  void send_failed_locked(long error);
+  std::string send_failure() const;  // the failed send's error, as a reason
   void deliver_sent_locked();
   // Receives until the socket is empty (EAGAIN or a short read) or a bound (then *more = true);
   // false if nothing was received.
@@ -137,6 +139,7 @@ class Stream final : public io::IoHandler,
   bool send_armed_ = false;
   bool abandon_pending_ = false;  // tx_abandon while the backend was sending: apply in on_send
   bool pumping_ = false;
+  long send_error_ = 0;  // a send failed (-errno): no more sends; the engine thread ends the stream
   bool pump_again_ = false;
   bool shutdown_requested_ = false;
   bool write_shut_ = false;

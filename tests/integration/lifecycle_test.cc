@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "base/bytes.h"
+#include "integration/raw_peer.h"
 #include "support/connected_pair.h"
 #include "uwarp/uwarp.h"
 
@@ -308,6 +309,65 @@ TEST(Lifecycle, DestroyingAQpWithWritesInFlight) {
   EXPECT_EQ(wc->wr_id, 5u);
   EXPECT_EQ(wc->status, WcStatus::kWrFlushError) << to_string(wc->status);
   EXPECT_EQ(sv.qp.state(), QpState::kError);
+}
+
+// ---- A peer that resets the connection while the application posts ----
+
+// A send that fails on the posting thread (the peer reset the connection) ends the stream through
+// the engine thread, which may be receiving the same reset at that moment (this crashed once: the
+// posting thread unbound the QP without the stream's lock while the engine thread used it). Every
+// posted Write completes, sent or flushed, and the QP ends in the error state. Under TSan this
+// also checks that the two threads never touch the stream's QP binding unsynchronized.
+TEST(Lifecycle, PostingWhileThePeerResets) {
+  using testing::RawListener;
+  using testing::RawMpaOptions;
+  using testing::RawPeer;
+  Context ctx = Context::open().value();
+  ProtectionDomain pd = ctx.alloc_pd().value();
+  EventChannel ch = EventChannel::create(ctx).value();
+  for (int round = 0; round < 8; ++round) {
+    RawListener rl;
+    ASSERT_TRUE(rl.valid());
+    Endpoint cl = make_endpoint(ctx, pd, 4096);
+    auto conn = ch.connect("127.0.0.1", rl.port(), cl.qp);
+    ASSERT_TRUE(conn) << conn.error().to_string();
+    RawPeer peer = rl.accept(kTimeoutMs);
+    ASSERT_TRUE(peer.valid());
+    ASSERT_TRUE(peer.read_mpa(wire::MpaFrameKind::kRequest, kTimeoutMs));
+    ASSERT_TRUE(peer.send_mpa_reply(RawMpaOptions{}));
+    ASSERT_TRUE(next_event(ch, CmEventType::kEstablished));
+    peer.reset();
+
+    // Post 1 KiB Writes (to a made-up key: the peer is gone), taking completions as they come,
+    // until one fails (a QP in the error state flushes what is posted to it); bounded in count
+    // and time.
+    Sge s = cl.mr.sge(0, 1024);
+    SendWr w;
+    w.opcode = WrOpcode::kRdmaWrite;
+    w.sg_list = {&s, 1};
+    w.remote_addr = 0x1000;
+    w.rkey = 0x1234;
+    std::size_t posted = 0, completed = 0, failed = 0;
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    while (failed == 0 && posted < 100000 && std::chrono::steady_clock::now() < deadline) {
+      if (posted - completed < 32) {
+        w.wr_id = posted;
+        ASSERT_TRUE(cl.qp.post_send(w));
+        ++posted;
+      }
+      WorkCompletion wc[16];
+      const std::size_t got = cl.cq.poll(wc);
+      for (std::size_t i = 0; i < got; ++i) failed += wc[i].status != WcStatus::kSuccess;
+      completed += got;
+    }
+    ASSERT_GT(failed, 0u) << "round " << round << ": no Write failed after the reset";
+    const auto rest = wait_wcs(cl.cq, posted - completed);
+    ASSERT_EQ(rest.size(), posted - completed) << "posted Writes that never completed";
+    EXPECT_EQ(cl.qp.state(), QpState::kError);
+    auto ev = next_event(ch, CmEventType::kDisconnected);
+    ASSERT_TRUE(ev);
+    EXPECT_FALSE(ev->status.is_ok()) << "a reset, not an orderly close";
+  }
 }
 
 // ---- A peer process killed mid-transfer ----
