@@ -20,8 +20,8 @@ Result<MpaChoice> parse_mpa_choice(std::string_view text) {
     } else if (word == "rev1") {
       c.revision = 1;
     } else if (!word.empty()) {
-      return error(Errc::kInvalidArgument,
-                   "unknown word '" + std::string(word) + "' (crc, p2p, p2p-write, p2p-read, rev1)");
+      return error(Errc::kInvalidArgument, "unknown word '" + std::string(word) +
+                                               "' (crc, p2p, p2p-write, p2p-read, rev1)");
     }
   }
   if (c.peer_to_peer && c.revision == 1) {

@@ -206,7 +206,8 @@ void Stream::on_send(long result) {
     batch_.abandon_after_current_fpdu();
   }
   if (result < 0) {
-    lost_locked(false, std::string("send failed: ") + std::strerror(static_cast<int>(-result)));
+    send_error_ = result;  // mu_ is held here: the stream ends at once
+    lost_locked(false, send_failure());
     return;
   }
   tx_bytes_ += static_cast<std::size_t>(result);
