@@ -4,11 +4,13 @@
 //   (recv, send, accept, connect_wait) and later gets its result in a callback. An epoll backend
 //   performs the system call when the socket is ready; an io_uring backend hands the same
 //   operation to the kernel.
-// - Readiness (watch_readable): the backend only says that a socket may have become readable,
-//   and the handler makes the receive system calls itself, under its own lock. This is what lets
+// - Readiness (watch_readable): the backend says that a socket may have become readable, and
+//   the handler makes the receive system calls itself, under its own lock. This is what lets
 //   any thread receive on a connected stream (runtime::Stream::poll_rx: an application thread
-//   busy-polling its CQ) while the loop thread remains the fallback. An io_uring backend maps it
-//   to a one-shot IORING_OP_POLL_ADD (POLLIN).
+//   busy-polling its CQ) while the loop thread remains the fallback. A backend that can
+//   (receives_with_watch: io_uring) also receives the first bytes into a buffer the watch
+//   names, so that the wake-up arrives with them; while such a watch is armed, nobody else may
+//   receive on the fd.
 //
 // Per fd, use either recv or watch_readable, not both at once (the CM's MPA handshake uses
 // recv; the stream that follows uses watch_readable).
@@ -42,8 +44,10 @@ class IoHandler {
   // connect_wait(): the connect finished; 0 or the socket error.
   virtual void on_connect(int /*error*/) {}
   // watch_readable(): the fd may be readable (data, end of stream or an error). One call per
-  // watch; the watch is then disarmed.
-  virtual void on_readable() {}
+  // watch; the watch is then disarmed. `received`: kReadinessOnly if the backend received
+  // nothing itself; else the result of its receive into the watch's buffer, as for on_recv.
+  static constexpr long kReadinessOnly = -(1L << 40);
+  virtual void on_readable(long /*received*/) {}
 };
 
 class IoBackend {
@@ -68,7 +72,11 @@ class IoBackend {
   // passes maybe_readable = true so that the watch fires again at once. While no watch is
   // armed, the backend may stop listening for the fd's read readiness at all (no wake-ups for
   // it), until the next watch_readable.
-  virtual void watch_readable(int fd, bool maybe_readable = false) = 0;
+  // `into`: if receives_with_watch() and maybe_readable is false, the backend receives up to
+  // into.size() bytes into it before it reports (a short receive empties the socket, as above);
+  // `into` stays valid, and no other receive is made on the fd, until on_readable.
+  virtual void watch_readable(int fd, bool maybe_readable = false, ByteSpan into = {}) = 0;
+  virtual bool receives_with_watch() const { return false; }
   virtual void connect_wait(int fd) = 0;
   // Waits up to `timeout` (negative: no limit; microsecond resolution where the kernel offers
   // it) for completions and readiness, and runs their callbacks. Returns how many sockets had
@@ -79,5 +87,9 @@ class IoBackend {
 };
 
 std::unique_ptr<IoBackend> make_epoll_backend();
+// nullptr if this kernel or its policy (kernel.io_uring_disabled, seccomp) refuses io_uring.
+std::unique_ptr<IoBackend> make_uring_backend();
+// io_uring, unless UWARP_IO=epoll is in the environment or the kernel refuses io_uring.
+std::unique_ptr<IoBackend> make_backend();
 
 }  // namespace uwarp::io

@@ -83,7 +83,7 @@ class EpollBackend final : public IoBackend {
       return s.writable;
     });
   }
-  void watch_readable(int fd, bool maybe_readable) override {
+  void watch_readable(int fd, bool maybe_readable, ByteSpan /*into: readiness only*/) override {
     arm(fd, [&](FdState& s) {
       s.watch_mode = true;
       s.watch_armed = true;
@@ -268,7 +268,7 @@ class EpollBackend final : public IoBackend {
           h->on_recv(result);
           break;
         case kReadable:
-          h->on_readable();
+          h->on_readable(IoHandler::kReadinessOnly);
           break;
         case kSend:
           result = send_iov(fd, iov);

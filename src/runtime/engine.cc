@@ -13,7 +13,7 @@ std::chrono::microseconds Engine::default_spin() {
   return std::chrono::microseconds(v != nullptr ? std::strtol(v, nullptr, 10) : 0);
 }
 
-Engine::Engine(std::chrono::microseconds spin) : backend_(io::make_epoll_backend()), spin_(spin) {
+Engine::Engine(std::chrono::microseconds spin) : backend_(io::make_backend()), spin_(spin) {
   std::promise<void> started;
   thread_ = std::thread([this, &started] {
     sigset_t all;

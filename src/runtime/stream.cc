@@ -261,50 +261,80 @@ bool Stream::receive_locked(bool* more) {
       }
       if (status > 0) {
         progress = true;
-        rx_bytes_ += static_cast<std::size_t>(status);
-        // After a Terminate (either way) incoming bytes are read and dropped until the peer
-        // closes.
-        if (qp_->rx_open_locked()) {
-          qp_->rx_feed_locked(ConstByteSpan(bounce_.data(), static_cast<std::size_t>(status)));
-        }
-        if (static_cast<std::size_t>(status) == bounce_.size() && bounce_.size() < kBounceSize) {
-          bounce_.resize(bounce_.size() * 2);  // receives into it only happen under mu_
-        }
-        // A short read emptied the socket (io::IoBackend::watch_readable): no receive that
-        // would only say EAGAIN.
-        if (static_cast<std::size_t>(status) < want) return progress;
+        if (!feed_bounce_locked(static_cast<std::size_t>(status), want)) return progress;
         continue;
       }
     }
     if (status == -EAGAIN || status == -EWOULDBLOCK) return progress;
     if (qp_ == nullptr) return progress;  // the stream ended while the QP handled the bytes
-    if (status == 0 && send_error_ != 0) {
-      // The send that failed took the socket's error (a reset): the end of the stream is not
-      // an orderly close.
-      lost_locked(false, send_failure());
-      return true;
-    }
-    if (status == 0) {
-      // An orderly close only between FPDUs; a stream cut inside one is a failure.
-      // After a Terminate the stream was only being drained: its end is the expected close.
-      const bool terminated = !qp_->rx_open_locked();
-      const bool graceful = terminated || qp_->rx_at_boundary_locked();
-      lost_locked(graceful, terminated ? "closed after a Terminate"
-                            : graceful ? "the peer closed the connection"
-                                       : "the peer closed the connection in the middle of an FPDU");
-      return true;
-    }
-    lost_locked(false, std::string("receive failed: ") + std::strerror(static_cast<int>(-status)));
+    receive_ended_locked(status);
     return true;
   }
   return progress;
+}
+
+bool Stream::feed_bounce_locked(std::size_t n, std::size_t want) {
+  rx_bytes_ += n;
+  // After a Terminate (either way) incoming bytes are read and dropped until the peer closes.
+  if (qp_->rx_open_locked()) qp_->rx_feed_locked(ConstByteSpan(bounce_.data(), n));
+  if (n == bounce_.size() && bounce_.size() < kBounceSize) {
+    bounce_.resize(bounce_.size() * 2);  // receives into it only happen under mu_
+  }
+  // A short read emptied the socket (io::IoBackend::watch_readable): no receive that would only
+  // say EAGAIN.
+  return n >= want;
+}
+
+void Stream::receive_ended_locked(long status) {
+  if (status == 0 && send_error_ != 0) {
+    // The send that failed took the socket's error (a reset): the end of the stream is not an
+    // orderly close.
+    lost_locked(false, send_failure());
+    return;
+  }
+  if (status == 0) {
+    // An orderly close only between FPDUs; a stream cut inside one is a failure.
+    // After a Terminate the stream was only being drained: its end is the expected close.
+    const bool terminated = !qp_->rx_open_locked();
+    const bool graceful = terminated || qp_->rx_at_boundary_locked();
+    lost_locked(graceful, terminated ? "closed after a Terminate"
+                          : graceful ? "the peer closed the connection"
+                                     : "the peer closed the connection in the middle of an FPDU");
+    return;
+  }
+  lost_locked(false, std::string("receive failed: ") + std::strerror(static_cast<int>(-status)));
 }
 
 void Stream::watch_locked(bool maybe_readable) {
   if (torn_down_) return;
   watching_ = true;
   handback_checks_ = 0;
-  engine_.backend().watch_readable(fd_.get(), maybe_readable);
+  ByteSpan into;
+  // Not while an application spins on the CQ: the bytes the watch received would wait for
+  // this thread, while a readiness watch leaves them to the poller.
+  const std::int64_t last_poll = last_poll_ns_.load(std::memory_order_relaxed);
+  const bool spinning = now_ns(Clock::now()) - last_poll < std::chrono::nanoseconds(kSpinGap).count();
+  if (!maybe_readable && !spinning && engine_.backend().receives_with_watch()) {
+    // As receive_locked sizes its reads into the bounce buffer.
+    watch_want_ = large_payloads_ ? kSmallRead : bounce_.size();
+    large_payloads_ = false;
+    into = ByteSpan(bounce_.data(), watch_want_);
+  }
+  watch_receiving_ = !into.empty();
+  engine_.backend().watch_readable(fd_.get(), maybe_readable, into);
+}
+
+bool Stream::take_watched_locked(long received) {
+  std::lock_guard qlock(qp_->mutex());
+  if (received == -EINTR || received == -EAGAIN || received == -EWOULDBLOCK) return true;
+  if (received <= 0) {
+    receive_ended_locked(received);
+    return false;
+  }
+  const bool more = feed_bounce_locked(static_cast<std::size_t>(received), watch_want_);
+  // The bytes may have queued transmit work (a Read Response, a Terminate) or freed the window.
+  if (qp_ != nullptr) pump_tx_locked();
+  return more;
 }
 
 bool Stream::claimed(Clock::time_point now) const {
@@ -321,9 +351,14 @@ void Stream::engine_receive_locked() {
   if (qp_ != nullptr) watch_locked(more);
 }
 
-void Stream::on_readable() {
+void Stream::on_readable(long received) {
   std::lock_guard lock(mu_);
   watching_ = false;
+  watch_receiving_ = false;
+  if (qp_ == nullptr) return;
+  // The backend may have received the first bytes already; after a short receive the socket
+  // is empty and only needs watching again.
+  const bool maybe_more = received == kReadinessOnly || take_watched_locked(received);
   if (qp_ == nullptr) return;
   if (claimed(Clock::now())) {
     // An application is polling this stream: leave the bytes to it, stop watching (no more
@@ -331,7 +366,11 @@ void Stream::on_readable() {
     schedule_handback_locked();
     return;
   }
-  engine_receive_locked();
+  if (maybe_more) {
+    engine_receive_locked();
+  } else {
+    watch_locked(false);
+  }
 }
 
 void Stream::schedule_handback_locked() {
@@ -369,7 +408,8 @@ bool Stream::poll_rx(bool claim) {
     }
   }
   std::unique_lock lock(mu_, std::try_to_lock);
-  if (!lock.owns_lock() || qp_ == nullptr) return false;
+  // While the backend receives for an armed watch, the bytes come with on_readable.
+  if (!lock.owns_lock() || qp_ == nullptr || watch_receiving_) return false;
   std::lock_guard qlock(qp_->mutex());
   bool more = false;
   const bool progress = receive_locked(&more);

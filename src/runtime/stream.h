@@ -3,10 +3,13 @@
 // (one copy); it transmits the QP's FPDU batches with vectored sends, inline from the posting
 // thread when the socket accepts them, else from the engine thread once it is writable.
 //
-// Receiving: the backend only reports readiness (watch_readable / on_readable); the receive
-// system calls are made here, under mu_ and the QP lock, by whichever thread gets mu_: the
-// engine thread on readiness, or an application thread polling a CQ of the QP (poll_rx, via
+// Receiving: the backend reports readiness (watch_readable / on_readable); the receive system
+// calls are made here, under mu_ and the QP lock, by whichever thread gets mu_: the engine
+// thread on readiness, or an application thread polling a CQ of the QP (poll_rx, via
 // verbs::CqPollSource), which only try-locks mu_ and so never waits for the engine thread.
+// A backend that receives with the watch (io_uring) reads the first bytes into the bounce
+// buffer itself; while that watch is armed, poll_rx leaves the socket alone (a poller's claim
+// still makes the engine thread stop watching after it).
 //
 // Hand-off: an application that spins on a CQ (polls again within kSpinGap) claims the stream
 // for kHandoff. A readiness report that finds the stream claimed is left to the poller: the
@@ -70,7 +73,7 @@ class Stream final : public io::IoHandler,
   void tx_abandon() override;
 
   // io::IoHandler (engine thread).
-  void on_readable() override;
+  void on_readable(long received) override;
   void on_send(long result) override;
 
   // Any thread, no locks held: receives and processes what the socket holds, exactly as the
@@ -109,7 +112,16 @@ class Stream final : public io::IoHandler,
   // false if nothing was received.
   bool receive_locked(bool* more);
   bool receive_direct_locked(long& status);
+  // Feeds n bytes received into the bounce buffer by a receive that asked for `want`; false if
+  // the receive was short (the socket is empty).
+  bool feed_bounce_locked(std::size_t n, std::size_t want);
+  // A receive found the end of the stream (0) or failed (-errno): the stream ends.
+  void receive_ended_locked(long status);
+  // Watches for readability; with a backend that receives with the watch, into the bounce buffer.
   void watch_locked(bool maybe_readable);
+  // What the backend received for the watch (io::IoHandler::on_readable), fed to the QP; false
+  // if the socket is empty or the stream ended.
+  bool take_watched_locked(long received);
   // Engine thread, mu_ held: receive and watch again unless an application claims the stream.
   void engine_receive_locked();
   bool claimed(Clock::time_point now) const;
@@ -129,6 +141,8 @@ class Stream final : public io::IoHandler,
   std::vector<std::uint8_t> bounce_;
   bool large_payloads_ = false;
   bool watching_ = false;          // a readiness watch is armed (mu_)
+  bool watch_receiving_ = false;   // ... and the backend receives into bounce_ for it (mu_)
+  std::size_t watch_want_ = 0;     // how many bytes that receive asks for (mu_)
   std::uint64_t handback_timer_ = 0;  // pending hand-back check (mu_)
   // When an application last claimed the stream (steady clock, ns; 0: none or handed back).
   std::atomic<std::int64_t> claimed_at_ns_{0};

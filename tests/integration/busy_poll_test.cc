@@ -57,6 +57,12 @@ bool poll_until(CompletionQueue& cq, Pred pred, std::vector<WorkCompletion>* got
 TEST(BusyPoll, CqPollReceivesSendsAndWritesWhileTheProgressThreadCannot) {
   ConnectedPair p;
   ASSERT_TRUE(p.connected);
+  if (detail::Access::impl(p.context())->engine.backend().receives_with_watch()) {
+    // io_uring: the engine's armed watch receives the first bytes itself, and they wait for
+    // the progress thread (docs/threading.md, "Busy polling"). CI runs this test with
+    // UWARP_IO=epoll too.
+    GTEST_SKIP() << "the io_uring backend receives with its watch: see docs/threading.md";
+  }
   Side& cl = *p.client;
   Side& sv = *p.server;
   const auto data = pattern(3000, 7);  // large enough for direct placement of the Write
