@@ -60,6 +60,8 @@ Connection::Connection(runtime::Engine& engine, const std::shared_ptr<EventChann
 Connection::~Connection() {
   // The stream may outlive its connection object only long enough to close.
   if (stream_) stream_->abort();
+  // An attached fd is detached before it is closed (io::IoBackend).
+  if (fd_.valid()) engine_.run_sync([this] { engine_.backend().detach(fd_.get()); });
 }
 
 Result<std::shared_ptr<Connection>> Connection::connect(runtime::Engine& engine, const std::shared_ptr<EventChannel>& events,

@@ -20,7 +20,9 @@ Result<std::shared_ptr<Listener>> Listener::listen(runtime::Engine& engine, cons
   return l;
 }
 
-Listener::~Listener() = default;
+// An attached fd must be detached before it is closed (io::IoBackend: io_uring would otherwise
+// keep accepting on the socket).
+Listener::~Listener() { close(); }
 
 void Listener::close() {
   engine_.run_sync([&] {

@@ -16,7 +16,8 @@
 // recv; the stream that follows uses watch_readable).
 //
 // Threads: attach, recv, send, accept, connect_wait, watch_readable and wake may be called from
-// any thread; detach and run_once only on the loop thread (the thread that calls run_once).
+// any thread; detach, run_once and shutdown only on the loop thread (the thread that calls
+// run_once). An attached fd is detached before it is closed.
 // Callbacks run on the loop thread, never inside the call that started the operation.
 #pragma once
 
@@ -84,6 +85,9 @@ class IoBackend {
   virtual std::size_t run_once(std::chrono::microseconds timeout) = 0;
   // Makes a blocked run_once return soon.
   virtual void wake() = 0;
+  // Loop thread, after its last run_once: ends every operation still in flight, so that no
+  // socket outlives its fd in the kernel (io_uring's requests hold their sockets open).
+  virtual void shutdown() {}
 };
 
 std::unique_ptr<IoBackend> make_epoll_backend();

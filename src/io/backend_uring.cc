@@ -34,11 +34,12 @@
 #include <vector>
 
 #include "io/backend.h"
+#include "io/race_annotations.h"
 
 namespace uwarp::io {
 namespace {
 
-enum class Op : std::uint8_t { kWake, kIgnore, kRecv, kSend, kAccept, kConnect, kWatch };
+enum class Op : std::uint8_t { kWake, kIgnore, kShutdown, kRecv, kSend, kAccept, kConnect, kWatch };
 
 constexpr unsigned kRingEntries = 256;
 constexpr unsigned kCompletionEntries = 8192;  // 1000 QPs: a watch and a send each, with room
@@ -67,7 +68,10 @@ class UringBackend final : public IoBackend {
   Status attach(int fd, IoHandler* handler) override {
     std::lock_guard lock(mu_);
     const std::uint64_t id = next_id_++;
-    if (auto old = ids_.find(fd); old != ids_.end()) states_.erase(old->second);
+    // An fd attached again without detach: its old operations complete into nothing.
+    if (auto old = ids_.find(fd); old != ids_.end() && states_[old->second].inflight == 0) {
+      states_.erase(old->second);
+    }
     ids_[fd] = id;
     FdState& s = states_[id];
     s.fd = fd;
@@ -154,6 +158,25 @@ class UringBackend final : public IoBackend {
     start(fd, Op::kWatch, [&](FdState& s) { s.watch_buf = into; });
   }
 
+  void shutdown() override {
+    if (!started_) return;
+    io_uring_sqe* sqe = get_sqe();
+    io_uring_prep_cancel_fd(sqe, -1, IORING_ASYNC_CANCEL_ANY);
+    io_uring_sqe_set_data64(sqe, pack(0, Op::kShutdown));
+    // The cancellation completes once every request it matched has ended (sockets' requests
+    // are cancelled at once); bounded all the same.
+    bool done = false;
+    for (int round = 0; !done && round < 100; ++round) {
+      __kernel_timespec ts{0, 10 * 1000 * 1000};
+      io_uring_cqe* cqe = nullptr;
+      io_uring_submit_and_wait_timeout(&ring_, &cqe, 1, &ts, nullptr);
+      reap([&](const Completion& c) { done |= op_of(c.user_data) == Op::kShutdown; });
+    }
+    std::lock_guard lock(mu_);
+    states_.clear();
+    ids_.clear();
+  }
+
   void wake() override {
     const std::uint64_t one = 1;
     [[maybe_unused]] ssize_t n = ::write(wake_fd_.get(), &one, sizeof one);
@@ -162,28 +185,30 @@ class UringBackend final : public IoBackend {
   std::size_t run_once(std::chrono::microseconds timeout) override {
     loop_thread_.store(std::this_thread::get_id(), std::memory_order_relaxed);
     if (!started_) start_ring();
-    std::vector<std::uint64_t> immediate;
     {
       std::lock_guard lock(mu_);
       requests_batch_.swap(requests_);
-      immediate.swap(immediate_);
+      immediate_batch_.swap(immediate_);
     }
     for (const Request& r : requests_batch_) submit(r);
     requests_batch_.clear();
-    if (!immediate.empty() || !deferred_.empty()) timeout = std::chrono::microseconds(0);
+    if (!immediate_batch_.empty() || !deferred_.empty()) timeout = std::chrono::microseconds(0);
     wait(timeout);
 
-    std::vector<Completion> done;
-    done.swap(deferred_);
-    reap([&](const Completion& c) { done.push_back(c); });
+    // Member vectors, so that a wake-up allocates nothing once they have grown. A callback may
+    // detach, which adds to deferred_, not to completions_.
+    completions_.swap(deferred_);
+    reap([&](const Completion& c) { completions_.push_back(c); });
     std::size_t handled = 0;
-    for (const Completion& c : done) handled += dispatch(c) ? 1 : 0;
-    for (std::uint64_t id : immediate) {
+    for (const Completion& c : completions_) handled += dispatch(c) ? 1 : 0;
+    completions_.clear();
+    for (std::uint64_t id : immediate_batch_) {
       IoHandler* h = handler_of(id);
       if (h == nullptr) continue;
       h->on_readable(IoHandler::kReadinessOnly);
       ++handled;
     }
+    immediate_batch_.clear();
     return handled;
   }
 
@@ -250,7 +275,8 @@ class UringBackend final : public IoBackend {
     {
       std::lock_guard lock(mu_);
       auto it = states_.find(r.id);
-      if (it == states_.end() || ids_.count(r.fd) == 0) return;
+      auto live = ids_.find(r.fd);
+      if (it == states_.end() || live == ids_.end() || live->second != r.id) return;
       FdState& s = it->second;
       ++s.inflight;
       recv_buf = s.recv_buf;
@@ -271,6 +297,7 @@ class UringBackend final : public IoBackend {
         }
         break;
       case Op::kSend:
+        annotate_socket_send();
         io_uring_prep_sendmsg(sqe, r.fd, msg, MSG_NOSIGNAL);
         break;
       case Op::kAccept:
@@ -283,6 +310,7 @@ class UringBackend final : public IoBackend {
         break;
       case Op::kWake:
       case Op::kIgnore:
+      case Op::kShutdown:
         break;
     }
     io_uring_sqe_set_data64(sqe, pack(r.id, r.op));
@@ -316,10 +344,13 @@ class UringBackend final : public IoBackend {
     io_uring_cq_advance(&ring_, count);
   }
 
+  // The handler of an attachment that has not been detached, else nullptr.
   IoHandler* handler_of(std::uint64_t id) {
     std::lock_guard lock(mu_);
     auto it = states_.find(id);
-    return it == states_.end() ? nullptr : it->second.handler;
+    if (it == states_.end()) return nullptr;
+    auto live = ids_.find(it->second.fd);
+    return live != ids_.end() && live->second == id ? it->second.handler : nullptr;
   }
 
   // Loop thread: runs the callback of one completion (without mu_ held). False if it belonged
@@ -332,7 +363,7 @@ class UringBackend final : public IoBackend {
       if (!(c.flags & IORING_CQE_F_MORE)) arm_wake();
       return false;
     }
-    if (op == Op::kIgnore) return false;
+    if (op == Op::kIgnore || op == Op::kShutdown) return false;
     const std::uint64_t id = id_of(c.user_data);
     int fd = -1;
     IoHandler* h = nullptr;
@@ -345,6 +376,10 @@ class UringBackend final : public IoBackend {
       FdState& s = it->second;
       fd = s.fd;
       --s.inflight;
+      if (auto live = ids_.find(fd); live == ids_.end() || live->second != id) {
+        if (s.inflight == 0) states_.erase(it);  // the fd was attached again meanwhile
+        return false;
+      }
       h = s.handler;
       peer = s.peer;
       watch_received = !s.watch_buf.empty();
@@ -354,6 +389,7 @@ class UringBackend final : public IoBackend {
         return false;
       }
     }
+    if ((op == Op::kRecv || op == Op::kWatch) && c.res > 0) annotate_socket_receive();
     switch (op) {
       case Op::kRecv:
         h->on_recv(c.res);
@@ -386,6 +422,7 @@ class UringBackend final : public IoBackend {
       }
       case Op::kWake:
       case Op::kIgnore:
+      case Op::kShutdown:
         break;
     }
     return true;
@@ -401,8 +438,10 @@ class UringBackend final : public IoBackend {
   std::uint64_t next_id_ = 1;
   std::vector<Request> requests_;        // started, not yet submitted (mu_)
   std::vector<Request> requests_batch_;  // loop thread only
-  std::vector<std::uint64_t> immediate_;  // watches that fire at once (mu_)
-  std::vector<Completion> deferred_;      // reaped during detach; dispatched next (loop thread)
+  std::vector<std::uint64_t> immediate_;        // watches that fire at once (mu_)
+  std::vector<std::uint64_t> immediate_batch_;  // loop thread only
+  std::vector<Completion> deferred_;     // reaped during detach; dispatched next (loop thread)
+  std::vector<Completion> completions_;  // loop thread only: being dispatched
   std::atomic<std::thread::id> loop_thread_{};
 };
 

@@ -11,6 +11,8 @@
 #include <climits>
 #include <cstring>
 
+#include "io/race_annotations.h"
+
 namespace uwarp::io {
 namespace {
 
@@ -143,10 +145,12 @@ SocketAddress peer_address(int fd) {
 
 long recv_some(int fd, ByteSpan into) {
   const ssize_t n = ::recv(fd, into.data(), into.size(), MSG_DONTWAIT);
+  if (n > 0) annotate_socket_receive();
   return n >= 0 ? n : -errno;
 }
 
 long send_iov(int fd, std::span<const iovec> iov) {
+  annotate_socket_send();
   msghdr msg{};
   msg.msg_iov = const_cast<iovec*>(iov.data());
   msg.msg_iovlen = std::min<std::size_t>(iov.size(), IOV_MAX);
@@ -155,6 +159,7 @@ long send_iov(int fd, std::span<const iovec> iov) {
 }
 
 long send_bytes(int fd, ConstByteSpan bytes) {
+  annotate_socket_send();
   const ssize_t n = ::send(fd, bytes.data(), bytes.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
   return n >= 0 ? n : -errno;
 }

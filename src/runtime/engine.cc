@@ -127,6 +127,7 @@ void Engine::run() {
     tasks.swap(tasks_);
   }
   for (auto& t : tasks) t();
+  backend_->shutdown();
 }
 
 }  // namespace uwarp::runtime

@@ -569,6 +569,27 @@ TEST(Lifecycle, RejectCarriesPrivateDataToTheClient) {
   EXPECT_FALSE(req->connection.accept(server.qp, {}));
 }
 
+// Dropping a listener (without close) and a whole context gives their port back at once, with
+// either I/O backend: io_uring's pending requests would otherwise keep the socket listening.
+TEST(Lifecycle, ADroppedListenerFreesItsPortAtOnce) {
+  std::uint16_t port = 0;
+  {
+    Context ctx = Context::open().value();
+    EventChannel ch = EventChannel::create(ctx).value();
+    auto listener = ch.listen("127.0.0.1", 0);
+    ASSERT_TRUE(listener);
+    port = listener->port();
+    *listener = Listener();  // dropped, not closed
+    auto again = ch.listen("127.0.0.1", port);
+    ASSERT_TRUE(again) << again.error().to_string();
+    // Kept to the end of the context this time.
+  }
+  Context ctx = Context::open().value();
+  EventChannel ch = EventChannel::create(ctx).value();
+  auto third = ch.listen("127.0.0.1", port);
+  EXPECT_TRUE(third) << third.error().to_string();
+}
+
 TEST(Lifecycle, ConnectToAClosedPortIsRefused) {
   // A port that was just free: bound, never listened on, then closed.
   const int s = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);

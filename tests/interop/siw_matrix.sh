@@ -485,9 +485,11 @@ fi
 
 if want verbs_peer && [ -x "$run" ] && [ -x "$peer" ]; then
   # The data path at every size, all of it captured and decoded. 16 MiB in the default flavour
-  # (both roles; each such cell adds about 20 s), up to 1 MiB in the others.
+  # (both roles; each such cell adds about 20 s), up to 1 MiB in the others. About 57 MB of
+  # capture: the guest's 64 MiB capture buffer held it in all but one of the runs seen (147
+  # packets dropped once), so those cells get a second attempt for a capture that dropped.
   all_sizes=1,4096,65536,1048576,16777216
-  active "" default "./verbs_peer server -p PORT -c 1" "$run $peer client -a 127.0.0.1 -p PORT -s $all_sizes -r 20"
+  active "" default "./verbs_peer server -p PORT -c 1" "$run $peer client -a 127.0.0.1 -p PORT -s $all_sizes -r 20" 2
   for n in 1 4096 65536 1048576 16777216; do expect "$work/host.log" "size $n: Send, RDMA Write, RDMA Read verified" uwarp; done
   expect "$work/host.log" "zero-length Send, RDMA Write, RDMA Read completed" uwarp
   # siw's gaps, documented in docs/interop.md: the solicited-only arm does not fire, the
@@ -513,9 +515,9 @@ if want verbs_peer && [ -x "$run" ] && [ -x "$peer" ]; then
 
   for flavour in default crc p2p p2p-read mpa1; do
     crc=""; [ "$flavour" = crc ] && crc=crc
-    sizes=1,4096,65536,1048576
-    [ "$flavour" = default ] && sizes=$all_sizes
-    passive "" "$flavour" "$run $peer server -p PORT -c 1" "./verbs_peer client -a \$HOST_IP -p PORT -s $sizes -r 20" 1 "$crc"
+    sizes=1,4096,65536,1048576 attempts=1
+    [ "$flavour" = default ] && sizes=$all_sizes attempts=2
+    passive "" "$flavour" "$run $peer server -p PORT -c 1" "./verbs_peer client -a \$HOST_IP -p PORT -s $sizes -r 20" "$attempts" "$crc"
     for n in ${sizes//,/ }; do expect "$work/guest.log" "size $n: Send, RDMA Write, RDMA Read verified" siw; done
     expect "$work/guest.log" "zero-length Send, RDMA Write, RDMA Read completed" siw
     expect "$work/host.log" "Send with Solicited Event, receive CQ armed for solicited only: event delivered" uwarp
