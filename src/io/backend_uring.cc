@@ -161,7 +161,7 @@ class UringBackend final : public IoBackend {
   void shutdown() override {
     if (!started_) return;
     io_uring_sqe* sqe = get_sqe();
-    io_uring_prep_cancel_fd(sqe, -1, IORING_ASYNC_CANCEL_ANY);
+    io_uring_prep_cancel64(sqe, 0, IORING_ASYNC_CANCEL_ANY);
     io_uring_sqe_set_data64(sqe, pack(0, Op::kShutdown));
     // The cancellation completes once every request it matched has ended (sockets' requests
     // are cancelled at once); bounded all the same.

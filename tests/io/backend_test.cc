@@ -206,6 +206,24 @@ TEST_P(Backend, DetachEndsPendingOperations) {
   backend_->detach(b.get());
 }
 
+// shutdown ends what an owner left in flight: io_uring's pending accept would otherwise keep
+// the listening socket open after its fd is closed.
+TEST_P(Backend, ShutdownEndsWhatIsStillInFlight) {
+  auto addr = SocketAddress::resolve("127.0.0.1", 0);
+  ASSERT_TRUE(addr);
+  auto listener = tcp_listen(*addr, 4);
+  ASSERT_TRUE(listener);
+  const SocketAddress bound = local_address(listener->get());
+  Recorder l;
+  ASSERT_TRUE(backend_->attach(listener->get(), &l));
+  backend_->accept(listener->get());
+  backend_->run_once(std::chrono::microseconds(1000));  // the accept is in flight
+  backend_->shutdown();
+  listener->reset();
+  auto again = tcp_listen(bound, 4);
+  EXPECT_TRUE(again) << again.error().to_string();
+}
+
 TEST_P(Backend, WakeEndsAWaitFromAnotherThread) {
   backend_->run_once(std::chrono::microseconds(0));  // the loop thread is known from here on
   std::thread waker([&] {
