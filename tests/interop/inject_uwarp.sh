@@ -11,6 +11,8 @@
 # and librdmacm-dev at build time).
 set -uo pipefail
 bin=$1
+# shellcheck source=../support/ports.sh
+. "$(dirname "$0")/../support/ports.sh"
 for b in uwarp-run siw_inject verbs_peer; do
   if [ ! -x "$bin/$b" ]; then
     echo "SKIP: $bin/$b not built"
@@ -51,24 +53,6 @@ peer_cmd() {
   shift
   [ -n "${UWARP_OFA_PRELOAD:-}" ] && cmd+=(env LD_PRELOAD="$UWARP_OFA_PRELOAD")
   cmd+=("$bin/verbs_peer" "$@")
-}
-
-# A port nobody listens on, different per run.
-free_port() {
-  local p i
-  for i in $(seq 1 50); do
-    p=$((20000 + (RANDOM % 20000)))
-    [ -z "$(ss -Hltn "sport = :$p" 2>/dev/null)" ] && echo "$p" && return 0
-  done
-  return 1
-}
-wait_listen() {
-  local i
-  for i in $(seq 1 200); do
-    [ -n "$(ss -Hltn "sport = :$1" 2>/dev/null)" ] && return 0
-    sleep 0.05
-  done
-  return 1
 }
 
 # connect_cell NAME CONNECTIONS INJECTOR_ARGS...: verbs_peer's server over uwarp, siw_inject

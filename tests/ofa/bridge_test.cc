@@ -135,6 +135,16 @@ class BridgeTest : public ::testing::Test {
     return ibv_post_recv(s.qp, &wr, &bad);
   }
 
+  // An RDMA Write or Read work request on the server's buffer at `offset` (its own rkey).
+  ibv_send_wr server_rdma(std::uint64_t wr_id, ibv_wr_opcode opcode, std::size_t offset) const {
+    ibv_send_wr wr{};
+    wr.wr_id = wr_id;
+    wr.opcode = opcode;
+    wr.wr.rdma.remote_addr = reinterpret_cast<std::uintptr_t>(server_.buf) + offset;
+    wr.wr.rdma.rkey = server_.mr->rkey;
+    return wr;
+  }
+
   int post_send(Side& s, ibv_send_wr wr, std::uint32_t offset, std::uint32_t length) {
     ibv_sge sge{reinterpret_cast<std::uintptr_t>(s.buf) + offset, length, s.mr->lkey};
     wr.sg_list = &sge;
@@ -262,22 +272,12 @@ TEST_F(BridgeTest, ConnectedQpsMoveDataThroughVerbs) {
 
   // RDMA Write into the server's memory, then RDMA Read of it back.
   std::strcpy(client_.buf + 1024, "written with IBV_WR_RDMA_WRITE");
-  ibv_send_wr write{};
-  write.wr_id = 12;
-  write.opcode = IBV_WR_RDMA_WRITE;
-  write.wr.rdma.remote_addr = reinterpret_cast<std::uintptr_t>(server_.buf) + 2048;
-  write.wr.rdma.rkey = server_.mr->rkey;
-  ASSERT_EQ(post_send(client_, write, 1024, 64), 0);
+  ASSERT_EQ(post_send(client_, server_rdma(12, IBV_WR_RDMA_WRITE, 2048), 1024, 64), 0);
   wc = poll_one(client_.cq);
   ASSERT_TRUE(wc.has_value());
   EXPECT_EQ(wc->status, IBV_WC_SUCCESS);
   EXPECT_EQ(wc->opcode, IBV_WC_RDMA_WRITE);
-  ibv_send_wr read{};
-  read.wr_id = 13;
-  read.opcode = IBV_WR_RDMA_READ;
-  read.wr.rdma.remote_addr = write.wr.rdma.remote_addr;
-  read.wr.rdma.rkey = server_.mr->rkey;
-  ASSERT_EQ(post_send(client_, read, 3072, 64), 0);
+  ASSERT_EQ(post_send(client_, server_rdma(13, IBV_WR_RDMA_READ, 2048), 3072, 64), 0);
   wc = poll_one(client_.cq);
   ASSERT_TRUE(wc.has_value());
   EXPECT_EQ(wc->status, IBV_WC_SUCCESS);
@@ -319,13 +319,10 @@ TEST_F(BridgeTest, PostsAListUpToItsFirstBadRequest) {
   for (int i = 0; i < kList; ++i) {
     std::memset(client_.buf + i * 16, 'a' + i, 16);
     sges[i] = {reinterpret_cast<std::uintptr_t>(client_.buf) + i * 16, 16, client_.mr->lkey};
-    list[i].wr_id = 100 + i;
-    list[i].opcode = IBV_WR_RDMA_WRITE;
+    list[i] = server_rdma(100 + i, IBV_WR_RDMA_WRITE, 1024 + i * 16);
     list[i].sg_list = &sges[i];
     list[i].num_sge = 1;
     list[i].send_flags = IBV_SEND_SIGNALED;
-    list[i].wr.rdma.remote_addr = reinterpret_cast<std::uintptr_t>(server_.buf) + 1024 + i * 16;
-    list[i].wr.rdma.rkey = server_.mr->rkey;
     list[i].next = i + 1 < kList ? &list[i + 1] : nullptr;
   }
   list[kList - 1].opcode = IBV_WR_ATOMIC_FETCH_AND_ADD;
@@ -339,12 +336,7 @@ TEST_F(BridgeTest, PostsAListUpToItsFirstBadRequest) {
     EXPECT_EQ(wc->wr_id, 100u + i);
   }
   // A Read behind the Writes completes after they were placed.
-  ibv_send_wr read{};
-  read.wr_id = 200;
-  read.opcode = IBV_WR_RDMA_READ;
-  read.wr.rdma.remote_addr = reinterpret_cast<std::uintptr_t>(server_.buf) + 1024;
-  read.wr.rdma.rkey = server_.mr->rkey;
-  ASSERT_EQ(post_send(client_, read, 3072, 16), 0);
+  ASSERT_EQ(post_send(client_, server_rdma(200, IBV_WR_RDMA_READ, 1024), 3072, 16), 0);
   auto wc = poll_one(client_.cq);
   ASSERT_TRUE(wc.has_value());
   EXPECT_EQ(wc->wr_id, 200u);
@@ -381,11 +373,8 @@ TEST_F(BridgeTest, RemoteAccessErrorEndsBothQps) {
   if (HasFatalFailure()) return;
   // An RDMA Read completes when its response arrives, so the peer's refusal reaches it (a Write
   // completes once TCP has its bytes, like Linux siw's).
-  ibv_send_wr read{};
-  read.wr_id = 30;
-  read.opcode = IBV_WR_RDMA_READ;
-  read.wr.rdma.remote_addr = reinterpret_cast<std::uintptr_t>(server_.buf);
-  read.wr.rdma.rkey = server_.mr->rkey ^ 0x5a5a5a00;  // not a valid STag at the server
+  ibv_send_wr read = server_rdma(30, IBV_WR_RDMA_READ, 0);
+  read.wr.rdma.rkey ^= 0x5a5a5a00;  // not a valid STag at the server
   ASSERT_EQ(post_send(client_, read, 0, 64), 0);
   auto wc = poll_one(client_.cq);
   ASSERT_TRUE(wc.has_value());

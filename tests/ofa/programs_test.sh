@@ -22,6 +22,8 @@ set -uo pipefail
 group=$1
 run=$2
 libdir=${3:-}
+# shellcheck source=../support/ports.sh
+. "$(dirname "$0")/../support/ports.sh"
 
 failed=0
 tmp=$(mktemp -d /tmp/uwarp-programs.XXXXXX)
@@ -82,20 +84,6 @@ tool() {
   else
     "${pre[@]}" "$run" "$@"
   fi
-}
-
-# wait_listen PORT: waits (up to 10 s) until a TCP socket listens on PORT (in $NS).
-wait_listen() {
-  local port=$1 i
-  local pre=()
-  [ -n "$NS" ] && pre=(ip netns exec "$NS")
-  for i in $(seq 1 200); do
-    if [ -n "$("${pre[@]}" ss -Hltn "sport = :$port" 2>/dev/null)" ]; then
-      return 0
-    fi
-    sleep 0.05
-  done
-  return 1
 }
 
 # server NAME SECONDS CMD...: starts CMD in the background (output in $tmp/NAME.server); its pid

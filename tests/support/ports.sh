@@ -1,0 +1,23 @@
+# Shell helpers for tests that start servers on loopback ports. Source it; needs ss (iproute2).
+
+# free_port: prints a port nobody listens on, different per run.
+free_port() {
+  local p i
+  for i in $(seq 1 50); do
+    p=$((20000 + (RANDOM % 20000)))
+    [ -z "$(ss -Hltn "sport = :$p" 2>/dev/null)" ] && echo "$p" && return 0
+  done
+  return 1
+}
+
+# wait_listen PORT: waits (up to 10 s) until a TCP socket listens on PORT, in network
+# namespace $NS if that is set.
+wait_listen() {
+  local i pre=()
+  [ -n "${NS:-}" ] && pre=(ip netns exec "$NS")
+  for i in $(seq 1 200); do
+    [ -n "$("${pre[@]}" ss -Hltn "sport = :$1" 2>/dev/null)" ] && return 0
+    sleep 0.05
+  done
+  return 1
+}
