@@ -314,7 +314,9 @@ void Stream::watch_locked(bool maybe_readable) {
   // this thread, while a readiness watch leaves them to the poller.
   const std::int64_t last_poll = last_poll_ns_.load(std::memory_order_relaxed);
   const bool spinning = now_ns(Clock::now()) - last_poll < std::chrono::nanoseconds(kSpinGap).count();
-  if (!maybe_readable && !spinning && engine_.backend().receives_with_watch()) {
+  // Nor while a payload is on its way to its place: the handler receives it there directly
+  // (one copy), where the watch's receive would take it through the bounce buffer.
+  if (!maybe_readable && !spinning && !direct_pending_ && engine_.backend().receives_with_watch()) {
     // As receive_locked sizes its reads into the bounce buffer.
     watch_want_ = large_payloads_ ? kSmallRead : bounce_.size();
     large_payloads_ = false;
@@ -334,6 +336,7 @@ bool Stream::take_watched_locked(long received) {
   const bool more = feed_bounce_locked(static_cast<std::size_t>(received), watch_want_);
   // The bytes may have queued transmit work (a Read Response, a Terminate) or freed the window.
   if (qp_ != nullptr) pump_tx_locked();
+  if (qp_ != nullptr) direct_pending_ = direct_target_pending_locked();
   return more;
 }
 
@@ -348,7 +351,13 @@ void Stream::engine_receive_locked() {
   // A receive may have queued transmit work (a Read Response, a Terminate) or freed the
   // window for it.
   if (receive_locked(&more) && qp_ != nullptr) pump_tx_locked();
-  if (qp_ != nullptr) watch_locked(more);
+  if (qp_ == nullptr) return;
+  direct_pending_ = direct_target_pending_locked();
+  watch_locked(more);
+}
+
+bool Stream::direct_target_pending_locked() {
+  return qp_->rx_open_locked() && qp_->rx_direct_target_locked().size() >= kDirectMin;
 }
 
 void Stream::on_readable(long received) {

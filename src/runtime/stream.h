@@ -122,6 +122,8 @@ class Stream final : public io::IoHandler,
   // What the backend received for the watch (io::IoHandler::on_readable), fed to the QP; false
   // if the socket is empty or the stream ended.
   bool take_watched_locked(long received);
+  // QP lock held: the next bytes are payload for a large placement target.
+  bool direct_target_pending_locked();
   // Engine thread, mu_ held: receive and watch again unless an application claims the stream.
   void engine_receive_locked();
   bool claimed(Clock::time_point now) const;
@@ -143,6 +145,7 @@ class Stream final : public io::IoHandler,
   bool watching_ = false;          // a readiness watch is armed (mu_)
   bool watch_receiving_ = false;   // ... and the backend receives into bounce_ for it (mu_)
   std::size_t watch_want_ = 0;     // how many bytes that receive asks for (mu_)
+  bool direct_pending_ = false;    // when last received, a large placement target waited (mu_)
   std::uint64_t handback_timer_ = 0;  // pending hand-back check (mu_)
   // When an application last claimed the stream (steady clock, ns; 0: none or handed back).
   std::atomic<std::int64_t> claimed_at_ns_{0};
