@@ -8,6 +8,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <vector>
 
@@ -32,6 +33,18 @@ struct Recorder : IoHandler {
   }
 };
 
+long send_text(const Fd& fd, std::string_view text) {
+  return send_bytes(fd.get(), ConstByteSpan(reinterpret_cast<const std::uint8_t*>(text.data()), text.size()));
+}
+
+// A socket listening on a free loopback port (invalid if that failed).
+Fd listen_loopback() {
+  auto addr = SocketAddress::resolve("127.0.0.1", 0);
+  if (!addr) return Fd();
+  auto listener = tcp_listen(*addr, 4);
+  return listener ? std::move(*listener) : Fd();
+}
+
 std::unique_ptr<IoBackend> make(const std::string& name) {
   return name == "uring" ? make_uring_backend() : make_epoll_backend();
 }
@@ -53,34 +66,37 @@ class Backend : public ::testing::TestWithParam<std::string> {
   }
   // A connected pair of non-blocking TCP sockets on loopback.
   void connect_pair(Fd& a, Fd& b) {
-    auto addr = SocketAddress::resolve("127.0.0.1", 0);
-    ASSERT_TRUE(addr);
-    auto listener = tcp_listen(*addr, 4);
-    ASSERT_TRUE(listener);
-    auto client = tcp_connect_start(local_address(listener->get()));
+    Fd listener = listen_loopback();
+    ASSERT_TRUE(listener.valid());
+    auto client = tcp_connect_start(local_address(listener.get()));
     ASSERT_TRUE(client);
     Recorder l;
-    ASSERT_TRUE(backend_->attach(listener->get(), &l));
-    backend_->accept(listener->get());
+    ASSERT_TRUE(backend_->attach(listener.get(), &l));
+    backend_->accept(listener.get());
     ASSERT_TRUE(run_until([&] { return !l.accepted.empty(); }));
-    backend_->detach(listener->get());
+    backend_->detach(listener.get());
     a = std::move(*client);
     b = std::move(l.accepted.front());
   }
+  // A connected pair whose end b_ is attached, with r_ as its handler.
+  void connect_attached() {
+    connect_pair(a_, b_);
+    ASSERT_TRUE(backend_->attach(b_.get(), &r_));
+  }
   std::unique_ptr<IoBackend> backend_;
+  Fd a_, b_;
+  Recorder r_;
 };
 
 TEST_P(Backend, ConnectAcceptSendAndReceive) {
-  auto addr = SocketAddress::resolve("127.0.0.1", 0);
-  ASSERT_TRUE(addr);
-  auto listener = tcp_listen(*addr, 4);
-  ASSERT_TRUE(listener);
-  auto client = tcp_connect_start(local_address(listener->get()));
+  Fd listener = listen_loopback();
+  ASSERT_TRUE(listener.valid());
+  auto client = tcp_connect_start(local_address(listener.get()));
   ASSERT_TRUE(client);
   Recorder l, c, s;
-  ASSERT_TRUE(backend_->attach(listener->get(), &l));
+  ASSERT_TRUE(backend_->attach(listener.get(), &l));
   ASSERT_TRUE(backend_->attach(client->get(), &c));
-  backend_->accept(listener->get());
+  backend_->accept(listener.get());
   backend_->connect_wait(client->get());
   ASSERT_TRUE(run_until([&] { return !l.accepted.empty() && !c.connects.empty(); }));
   EXPECT_EQ(c.connects[0], 0);
@@ -98,128 +114,116 @@ TEST_P(Backend, ConnectAcceptSendAndReceive) {
   EXPECT_STREQ(in, kHello);
   backend_->detach(server.get());
   backend_->detach(client->get());
-  backend_->detach(listener->get());
+  backend_->detach(listener.get());
 }
 
 // A watch without a buffer reports readiness only; the handler receives itself.
 TEST_P(Backend, WatchWithoutBufferReportsReadinessOnly) {
-  Fd a, b;
-  connect_pair(a, b);
-  Recorder r;
-  ASSERT_TRUE(backend_->attach(b.get(), &r));
-  backend_->watch_readable(b.get());
+  connect_attached();
+  if (HasFatalFailure()) return;
+  backend_->watch_readable(b_.get());
   backend_->run_once(std::chrono::microseconds(1000));
-  if (!r.readable.empty()) {
+  if (!r_.readable.empty()) {
     // Allowed ("may be readable": epoll starts optimistic); the handler finds it empty.
     std::uint8_t none = 0;
-    EXPECT_EQ(recv_some(b.get(), ByteSpan(&none, 1)), -EAGAIN);
-    r.readable.clear();
-    backend_->watch_readable(b.get());
+    EXPECT_EQ(recv_some(b_.get(), ByteSpan(&none, 1)), -EAGAIN);
+    r_.readable.clear();
+    backend_->watch_readable(b_.get());
     backend_->run_once(std::chrono::microseconds(1000));
-    EXPECT_TRUE(r.readable.empty()) << "fired again with nothing to read";
+    EXPECT_TRUE(r_.readable.empty()) << "fired again with nothing to read";
   }
-  ASSERT_EQ(send_bytes(a.get(), ConstByteSpan(reinterpret_cast<const std::uint8_t*>("x"), 1)), 1);
-  ASSERT_TRUE(run_until([&] { return !r.readable.empty(); }));
-  EXPECT_EQ(r.readable[0], IoHandler::kReadinessOnly);
+  ASSERT_EQ(send_text(a_, "x"), 1);
+  ASSERT_TRUE(run_until([&] { return !r_.readable.empty(); }));
+  EXPECT_EQ(r_.readable[0], IoHandler::kReadinessOnly);
   std::uint8_t byte = 0;
-  EXPECT_EQ(recv_some(b.get(), ByteSpan(&byte, 1)), 1);
-  backend_->detach(b.get());
+  EXPECT_EQ(recv_some(b_.get(), ByteSpan(&byte, 1)), 1);
+  backend_->detach(b_.get());
 }
 
 // A watch with a buffer: a backend that receives with the watch reports the bytes it received.
 TEST_P(Backend, WatchWithBufferReceivesWhereTheBackendCan) {
-  Fd a, b;
-  connect_pair(a, b);
-  Recorder r;
-  ASSERT_TRUE(backend_->attach(b.get(), &r));
+  connect_attached();
+  if (HasFatalFailure()) return;
   std::uint8_t buf[16] = {};
-  backend_->watch_readable(b.get(), false, ByteSpan(buf, sizeof buf));
-  ASSERT_EQ(send_bytes(a.get(), ConstByteSpan(reinterpret_cast<const std::uint8_t*>("abc"), 3)), 3);
-  ASSERT_TRUE(run_until([&] { return !r.readable.empty(); }));
+  backend_->watch_readable(b_.get(), false, ByteSpan(buf, sizeof buf));
+  ASSERT_EQ(send_text(a_, "abc"), 3);
+  ASSERT_TRUE(run_until([&] { return !r_.readable.empty(); }));
   if (backend_->receives_with_watch()) {
-    ASSERT_EQ(r.readable[0], 3);
+    ASSERT_EQ(r_.readable[0], 3);
     EXPECT_EQ(std::memcmp(buf, "abc", 3), 0);
   } else {
-    EXPECT_EQ(r.readable[0], IoHandler::kReadinessOnly);
+    EXPECT_EQ(r_.readable[0], IoHandler::kReadinessOnly);
   }
-  backend_->detach(b.get());
+  backend_->detach(b_.get());
 }
 
 // The contract's end-of-stream rule: after a short receive the handler watches again without a
 // receive that says EAGAIN; the peer's FIN queued behind the bytes must still be reported.
 TEST_P(Backend, EndOfStreamBehindAShortReadIsReported) {
-  Fd a, b;
-  connect_pair(a, b);
-  Recorder r;
-  ASSERT_TRUE(backend_->attach(b.get(), &r));
-  backend_->watch_readable(b.get());
-  ASSERT_EQ(send_bytes(a.get(), ConstByteSpan(reinterpret_cast<const std::uint8_t*>("abcd"), 4)), 4);
-  ASSERT_TRUE(run_until([&] { return !r.readable.empty(); }));
-  a.reset();
+  connect_attached();
+  if (HasFatalFailure()) return;
+  backend_->watch_readable(b_.get());
+  ASSERT_EQ(send_text(a_, "abcd"), 4);
+  ASSERT_TRUE(run_until([&] { return !r_.readable.empty(); }));
+  a_.reset();
   std::this_thread::sleep_for(20ms);  // the FIN is queued behind the bytes
   std::uint8_t buf[64];
-  ASSERT_EQ(recv_some(b.get(), ByteSpan(buf, sizeof buf)), 4);  // short: the socket is "empty"
-  backend_->watch_readable(b.get(), false, ByteSpan(buf, sizeof buf));
-  ASSERT_TRUE(run_until([&] { return r.readable.size() == 2; }));
+  ASSERT_EQ(recv_some(b_.get(), ByteSpan(buf, sizeof buf)), 4);  // short: the socket is "empty"
+  backend_->watch_readable(b_.get(), false, ByteSpan(buf, sizeof buf));
+  ASSERT_TRUE(run_until([&] { return r_.readable.size() == 2; }));
   if (backend_->receives_with_watch()) {
-    EXPECT_EQ(r.readable[1], 0);  // the end of the stream
+    EXPECT_EQ(r_.readable[1], 0);  // the end of the stream
   } else {
-    EXPECT_EQ(recv_some(b.get(), ByteSpan(buf, sizeof buf)), 0);
+    EXPECT_EQ(recv_some(b_.get(), ByteSpan(buf, sizeof buf)), 0);
   }
-  backend_->detach(b.get());
+  backend_->detach(b_.get());
 }
 
 TEST_P(Backend, MaybeReadableFiresAtOnce) {
-  Fd a, b;
-  connect_pair(a, b);
-  Recorder r;
-  ASSERT_TRUE(backend_->attach(b.get(), &r));
-  backend_->watch_readable(b.get(), true);
+  connect_attached();
+  if (HasFatalFailure()) return;
+  backend_->watch_readable(b_.get(), true);
   backend_->run_once(std::chrono::microseconds(0));
-  ASSERT_EQ(r.readable.size(), 1u);
-  EXPECT_EQ(r.readable[0], IoHandler::kReadinessOnly);
-  backend_->detach(b.get());
+  ASSERT_EQ(r_.readable.size(), 1u);
+  EXPECT_EQ(r_.readable[0], IoHandler::kReadinessOnly);
+  backend_->detach(b_.get());
 }
 
 // After detach no callback runs, and the receive buffer is the caller's again at once.
 TEST_P(Backend, DetachEndsPendingOperations) {
-  Fd a, b;
-  connect_pair(a, b);
-  Recorder r;
-  ASSERT_TRUE(backend_->attach(b.get(), &r));
+  connect_attached();
+  if (HasFatalFailure()) return;
   auto buf = std::make_unique<std::uint8_t[]>(64);
-  backend_->recv(b.get(), ByteSpan(buf.get(), 64));
+  backend_->recv(b_.get(), ByteSpan(buf.get(), 64));
   backend_->run_once(std::chrono::microseconds(1000));  // submitted, nothing to receive yet
-  backend_->detach(b.get());
+  backend_->detach(b_.get());
   buf.reset();
-  ASSERT_EQ(send_bytes(a.get(), ConstByteSpan(reinterpret_cast<const std::uint8_t*>("late"), 4)), 4);
+  ASSERT_EQ(send_text(a_, "late"), 4);
   for (int i = 0; i < 5; ++i) backend_->run_once(std::chrono::microseconds(2000));
-  EXPECT_TRUE(r.recvs.empty());
+  EXPECT_TRUE(r_.recvs.empty());
   // The fd may be attached again (the CM hands a socket to the stream that way).
   Recorder again;
-  ASSERT_TRUE(backend_->attach(b.get(), &again));
+  ASSERT_TRUE(backend_->attach(b_.get(), &again));
   std::uint8_t in[8] = {};
-  backend_->recv(b.get(), ByteSpan(in, sizeof in));
+  backend_->recv(b_.get(), ByteSpan(in, sizeof in));
   ASSERT_TRUE(run_until([&] { return !again.recvs.empty(); }));
   EXPECT_EQ(again.recvs[0], 4);
   EXPECT_EQ(std::memcmp(in, "late", 4), 0);
-  backend_->detach(b.get());
+  backend_->detach(b_.get());
 }
 
 // shutdown ends what an owner left in flight: io_uring's pending accept would otherwise keep
 // the listening socket open after its fd is closed.
 TEST_P(Backend, ShutdownEndsWhatIsStillInFlight) {
-  auto addr = SocketAddress::resolve("127.0.0.1", 0);
-  ASSERT_TRUE(addr);
-  auto listener = tcp_listen(*addr, 4);
-  ASSERT_TRUE(listener);
-  const SocketAddress bound = local_address(listener->get());
+  Fd listener = listen_loopback();
+  ASSERT_TRUE(listener.valid());
+  const SocketAddress bound = local_address(listener.get());
   Recorder l;
-  ASSERT_TRUE(backend_->attach(listener->get(), &l));
-  backend_->accept(listener->get());
+  ASSERT_TRUE(backend_->attach(listener.get(), &l));
+  backend_->accept(listener.get());
   backend_->run_once(std::chrono::microseconds(1000));  // the accept is in flight
   backend_->shutdown();
-  listener->reset();
+  listener.reset();
   auto again = tcp_listen(bound, 4);
   EXPECT_TRUE(again) << again.error().to_string();
 }
