@@ -104,8 +104,18 @@ client() {
   tool timeout "$secs" "$@" >"$tmp/$name.client" 2>&1
 }
 
-# finish_server NAME: waits for the server and returns its exit status.
+# finish_server CLIENT_STATUS: waits for the server and returns its exit status. After a failed
+# client the server gets 5 s to end on its own and is then stopped: it may wait for a client
+# that will not come (perftest's connect race) until its timeout.
 finish_server() {
+  if [ "$1" -ne 0 ]; then
+    local i
+    for i in $(seq 1 50); do
+      kill -0 "$server_pid" 2>/dev/null || break
+      sleep 0.1
+    done
+    kill "$server_pid" 2>/dev/null
+  fi
   wait "$server_pid"
 }
 
@@ -161,7 +171,7 @@ pair() {
   fi
   NS=$CNS client "$name" "$secs" "${cargs[@]}"
   local crc=$?
-  finish_server "$name"
+  finish_server "$crc"
   local src=$?
   status "$name" client "$crc"
   status "$name" server "$src"
