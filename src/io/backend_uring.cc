@@ -275,8 +275,7 @@ class UringBackend final : public IoBackend {
     {
       std::lock_guard lock(mu_);
       auto it = states_.find(r.id);
-      auto live = ids_.find(r.fd);
-      if (it == states_.end() || live == ids_.end() || live->second != r.id) return;
+      if (it == states_.end() || !attached_locked(r.fd, r.id)) return;
       FdState& s = it->second;
       ++s.inflight;
       recv_buf = s.recv_buf;
@@ -348,9 +347,13 @@ class UringBackend final : public IoBackend {
   IoHandler* handler_of(std::uint64_t id) {
     std::lock_guard lock(mu_);
     auto it = states_.find(id);
-    if (it == states_.end()) return nullptr;
-    auto live = ids_.find(it->second.fd);
-    return live != ids_.end() && live->second == id ? it->second.handler : nullptr;
+    return it != states_.end() && attached_locked(it->second.fd, id) ? it->second.handler : nullptr;
+  }
+
+  // mu_ held: `id` is the fd's current attachment (not detached, not attached again since).
+  bool attached_locked(int fd, std::uint64_t id) const {
+    auto it = ids_.find(fd);
+    return it != ids_.end() && it->second == id;
   }
 
   // Loop thread: runs the callback of one completion (without mu_ held). False if it belonged
@@ -376,7 +379,7 @@ class UringBackend final : public IoBackend {
       FdState& s = it->second;
       fd = s.fd;
       --s.inflight;
-      if (auto live = ids_.find(fd); live == ids_.end() || live->second != id) {
+      if (!attached_locked(fd, id)) {
         if (s.inflight == 0) states_.erase(it);  // the fd was attached again meanwhile
         return false;
       }
