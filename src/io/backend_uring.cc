@@ -370,7 +370,6 @@ class UringBackend final : public IoBackend {
     const std::uint64_t id = id_of(c.user_data);
     int fd = -1;
     IoHandler* h = nullptr;
-    SocketAddress peer;
     bool watch_received = false;
     {
       std::lock_guard lock(mu_);
@@ -384,7 +383,6 @@ class UringBackend final : public IoBackend {
         return false;
       }
       h = s.handler;
-      peer = s.peer;
       watch_received = !s.watch_buf.empty();
       if (c.res == -EAGAIN || c.res == -EINTR) {
         // The kernel waits for readiness itself; should it ever give up, try again.
@@ -407,8 +405,10 @@ class UringBackend final : public IoBackend {
         h->on_connect(socket_error(fd));
         break;
       case Op::kAccept: {
+        SocketAddress peer;
         {
           std::lock_guard lock(mu_);
+          peer = states_[id].peer;  // before the next accept is submitted into it
           requests_.push_back(Request{fd, id, Op::kAccept});  // accept stays armed
         }
         if (c.res < 0) {

@@ -310,13 +310,12 @@ void Stream::watch_locked(bool maybe_readable) {
   watching_ = true;
   handback_checks_ = 0;
   ByteSpan into;
-  // Not while an application spins on the CQ: the bytes the watch received would wait for
-  // this thread, while a readiness watch leaves them to the poller.
-  const std::int64_t last_poll = last_poll_ns_.load(std::memory_order_relaxed);
-  const bool spinning = now_ns(Clock::now()) - last_poll < std::chrono::nanoseconds(kSpinGap).count();
-  // Nor while a payload is on its way to its place: the handler receives it there directly
-  // (one copy), where the watch's receive would take it through the bounce buffer.
-  if (!maybe_readable && !spinning && !direct_pending_ && engine_.backend().receives_with_watch()) {
+  // Not while a payload is on its way to its place: the handler receives it there directly
+  // (one copy), where the watch's receive would take it through the bounce buffer. Nor while
+  // an application spins on the CQ: the bytes the watch received would wait for this thread,
+  // while a readiness watch leaves them to the poller.
+  if (!maybe_readable && !direct_pending_ && engine_.backend().receives_with_watch() &&
+      !application_spinning()) {
     // As receive_locked sizes its reads into the bounce buffer.
     watch_want_ = large_payloads_ ? kSmallRead : bounce_.size();
     large_payloads_ = false;
@@ -324,6 +323,11 @@ void Stream::watch_locked(bool maybe_readable) {
   }
   watch_receiving_ = !into.empty();
   engine_.backend().watch_readable(fd_.get(), maybe_readable, into);
+}
+
+bool Stream::application_spinning() const {
+  const std::int64_t last_poll = last_poll_ns_.load(std::memory_order_relaxed);
+  return now_ns(Clock::now()) - last_poll < std::chrono::nanoseconds(kSpinGap).count();
 }
 
 bool Stream::take_watched_locked(long received) {

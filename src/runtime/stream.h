@@ -124,6 +124,8 @@ class Stream final : public io::IoHandler,
   bool take_watched_locked(long received);
   // QP lock held: the next bytes are payload for a large placement target.
   bool direct_target_pending_locked();
+  // An application polled this stream within kSpinGap.
+  bool application_spinning() const;
   // Engine thread, mu_ held: receive and watch again unless an application claims the stream.
   void engine_receive_locked();
   bool claimed(Clock::time_point now) const;
