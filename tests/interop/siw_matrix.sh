@@ -234,8 +234,13 @@ expect_terminates() {
 
 # opcodes NAME: the RDMAP opcodes in NAME.pcap, one per line, sorted, unique.
 opcodes() {
+  opcode_sequence "$1" | sort -u
+}
+# opcode_sequence NAME: the RDMAP opcodes in NAME.pcap in wire order, one per line (a frame may
+# carry several FPDUs: slirp joins segments, and tshark's one-line summary names the last).
+opcode_sequence() {
   tshark --disable-heuristic rpcrdma_iwarp -r "$share/$1.pcap" -T fields -e iwarp_rdma.opcode 2>/dev/null |
-    tr ',' '\n' | grep . | sort -u
+    tr ',' '\n' | grep .
 }
 
 # expect LOG PATTERN [LABEL]: PATTERN (grep -E) must occur in LOG.
@@ -450,16 +455,16 @@ if want programs && [ -x "$run" ] && [ -x /usr/bin/rping ]; then
   finish "uwarp-run --mpa crc rping -c -> siw rping -s: uwarp asks for CRC"
   active "" default "rping -s -a \$GUEST_IP -p PORT -v -C 3" "$run --mpa p2p rping -c -a 127.0.0.1 -p PORT -v -C 3"
   if [ "$have_tshark" = 1 ]; then
-    # The RTR: uwarp's first DDP frame is a zero-length RDMA Write (siw prefers WRITE RTR).
-    first=$(grep -m1 "DDP/RDMA" "$work/$cap.list.txt")
-    [[ "$first" == *" Write "* ]] || problems+=("wire: the first DDP frame is not a WRITE RTR: $first")
+    # The RTR: uwarp's first RDMAP message is a zero-length RDMA Write (siw prefers WRITE RTR).
+    first=$(opcode_sequence "$cap" | head -1)
+    [ "$first" = 0x00 ] || problems+=("wire: the first RDMAP message is not a WRITE RTR: opcode $first")
   fi
   finish "uwarp-run --mpa p2p rping -c -> siw rping -s: peer-to-peer, WRITE RTR"
   active "" default "rping -s -a \$GUEST_IP -p PORT -v -C 3" "$run --mpa p2p-read rping -c -a 127.0.0.1 -p PORT -v -C 3"
   if [ "$have_tshark" = 1 ]; then
-    # Only a READ RTR offered: siw must pick it; uwarp's first DDP frame is a Read Request.
-    first=$(grep -m1 "DDP/RDMA" "$work/$cap.list.txt")
-    [[ "$first" == *" Read Request "* ]] || problems+=("wire: the first DDP frame is not a READ RTR: $first")
+    # Only a READ RTR offered: siw must pick it; uwarp's first RDMAP message is a Read Request.
+    first=$(opcode_sequence "$cap" | head -1)
+    [ "$first" = 0x01 ] || problems+=("wire: the first RDMAP message is not a READ RTR: opcode $first")
   fi
   finish "uwarp-run --mpa p2p-read rping -c -> siw rping -s: peer-to-peer, READ RTR"
   for flavour in default crc p2p p2p-read mpa1; do
