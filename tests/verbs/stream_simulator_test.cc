@@ -509,6 +509,39 @@ TEST(verbs_stream_simulator, SendWithInvalidate) {
   });
 }
 
+// The receiver keeps the region that the previous Write resolved (the next segments name the
+// same STag): once that region is deregistered or invalidated, a Write to its STag is refused.
+TEST(verbs_stream_simulator, AWriteAfterTheRegionWentAwayIsRefusedThoughAnEarlierWriteFoundIt) {
+  for (const bool deregister : {true, false}) {
+    SCOPED_TRACE(deregister ? "deregistered" : "invalidated");
+    for_each_config([&](const Options& o) {
+      Sim s(o);
+      Region& src = s.reg(s.a, 4096, 0);
+      Region& dst = s.reg(s.b, 4096, kAllRemote);
+      ASSERT_TRUE(Sim::post_send(s.a, 1, WrOpcode::kRdmaWrite, {src.sge(0, 4096)},
+                                 send_flags::kSignaled, dst.addr(), dst.key())
+                      .is_ok());
+      s.run();
+      EXPECT_EQ(Bytes(dst.bytes), Bytes(src.bytes));
+      EXPECT_TRUE(terminates_of(s.b).empty());
+      const Bytes before = dst.bytes;
+      if (deregister) {
+        s.device.stags().erase(dst.key());
+      } else {
+        dst.mr->valid.store(false);
+      }
+      ASSERT_TRUE(Sim::post_send(s.a, 2, WrOpcode::kRdmaWrite, {src.sge(0, 2048)},
+                                 send_flags::kSignaled, dst.addr(100), dst.key())
+                      .is_ok());
+      s.run();
+      const auto t = terminates_of(s.b);
+      ASSERT_EQ(t.size(), 1u);
+      EXPECT_EQ(t[0].code, term::kDdpTaggedInvalidStag);
+      EXPECT_EQ(dst.bytes, before);  // nothing was placed
+    });
+  }
+}
+
 TEST(verbs_stream_simulator, SendWithInvalidateOfAnotherPdsStagIsRefused) {
   Sim s;
   Region& src = s.reg(s.a, 64, 0);
