@@ -30,6 +30,13 @@ void FpduReader::fail(const wire::TerminateCode& code) {
 std::size_t FpduReader::feed(ConstByteSpan input) {
   std::size_t used = 0;
   while (used < input.size() && !failed()) {
+    if (state_ == State::kHeader && have_ == 0) {
+      // Most FPDUs arrive whole in one receive: take those in one step.
+      if (const std::size_t n = feed_whole_fpdu(input.subspan(used)); n > 0) {
+        used += n;
+        continue;
+      }
+    }
     const std::size_t avail = input.size() - used;
     switch (state_) {
       case State::kHeader: {
@@ -83,6 +90,10 @@ void FpduReader::on_header_complete() {
     need_ = wire::kMpaLengthFieldSize + header_size_;
     return;
   }
+  begin_segment();
+}
+
+void FpduReader::begin_segment() {
   header_complete_ = true;
   if (crc_enabled_) {
     crc_.reset();
@@ -112,6 +123,58 @@ void FpduReader::on_header_complete() {
   }
   state_ = State::kPayload;
   if (payload_left_ == 0) on_payload_bytes(0);
+}
+
+std::size_t FpduReader::feed_whole_fpdu(ConstByteSpan in) {
+  if (in.size() < kPrefix) return 0;
+  const std::size_t ulpdu_length = load_be16(in.data());
+  const std::size_t header_size = wire::ddp_header_size(in[2]);
+  // Not whole, or not even able to hold its header: the state machine waits or fails.
+  if (ulpdu_length < header_size || in.size() < wire::fpdu_size(ulpdu_length)) return 0;
+  const std::size_t header_end = wire::kMpaLengthFieldSize + header_size;
+  std::memcpy(header_.data(), in.data(), header_end);  // kept for a Terminate, as feed() does
+  ulpdu_length_ = ulpdu_length;
+  header_size_ = header_size;
+  have_ = need_ = header_end;
+  begin_segment();
+  if (failed()) return header_end;
+
+  const ConstByteSpan payload = in.subspan(header_end, payload_left_);
+  std::size_t placed = 0;
+  switch (placement_.kind) {
+    case Placement::Kind::kScatter:
+      while (placed < payload.size()) {
+        if (scatter_index_ >= placement_.scatter.size()) {
+          // The sink promised a scatter list as long as the payload; anything else is its bug.
+          fail(wire::term::kLlpLocalCatastrophic);
+          return header_end + placed;
+        }
+        const ByteSpan span = placement_.scatter[scatter_index_].subspan(scatter_offset_);
+        const std::size_t n = std::min(span.size(), payload.size() - placed);
+        std::memcpy(span.data(), payload.data() + placed, n);
+        placed += n;
+        scatter_offset_ += n;
+        begin_next_scatter();
+      }
+      break;
+    case Placement::Kind::kBuffered:  // begin_segment checked that it fits
+      std::memcpy(buffered_.data(), payload.data(), payload.size());
+      buffered_size_ = payload.size();
+      break;
+    case Placement::Kind::kDiscard:
+    case Placement::Kind::kReject:  // failed() above
+      break;
+  }
+  if (crc_enabled_) crc_.update(payload);
+  payload_left_ = 0;
+
+  const std::size_t trailer_start = header_end + payload.size();
+  const std::size_t trailer_size = wire::fpdu_pad_length(ulpdu_length) + wire::kMpaCrcSize;
+  state_ = State::kTrailer;
+  need_ = have_ = trailer_size;
+  std::memcpy(trailer_.data(), in.data() + trailer_start, trailer_size);
+  on_trailer_complete();
+  return trailer_start + trailer_size;
 }
 
 void FpduReader::begin_next_scatter() {

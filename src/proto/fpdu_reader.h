@@ -92,7 +92,13 @@ class FpduReader {
   enum class State : std::uint8_t { kHeader, kPayload, kTrailer };
 
   void fail(const wire::TerminateCode& code);
+  // feed()'s fast path for an FPDU that lies whole at the start of `in` (the reader between
+  // FPDUs): the same steps as the state machine, without its per-state rounds. Returns the
+  // bytes consumed, 0 if the FPDU is not whole there (the state machine takes it then).
+  std::size_t feed_whole_fpdu(ConstByteSpan in);
   void on_header_complete();
+  // The whole header is in header_: decode it, ask the sink where the payload goes.
+  void begin_segment();
   void on_payload_bytes(std::size_t n);
   void on_trailer_complete();
   void begin_next_scatter();
