@@ -7,7 +7,7 @@
 
 namespace uwarp::proto {
 
-void TxBatch::add_fpdu(const wire::DdpHeader& header, std::span<const ConstByteSpan> payload,
+void TxBatch::add_fpdu(const wire::DdpHeader& header, std::span<const iovec> payload,
                        std::size_t payload_length, bool with_crc) {
   const std::size_t ulpdu = header.size() + payload_length;
   auto& h = headers_[fpdus_];
@@ -22,15 +22,15 @@ void TxBatch::add_fpdu(const wire::DdpHeader& header, std::span<const ConstByteS
   if (with_crc) {
     wire::Crc32c c;
     c.update(ConstByteSpan(h.data(), hdr_len));
-    for (const auto& p : payload) c.update(p);
+    for (const iovec& p : payload) c.update(ConstByteSpan(static_cast<const std::uint8_t*>(p.iov_base), p.iov_len));
     c.update(ConstByteSpan(t.data(), pad));
     crc = c.value();
   }
   wire::store_crc_trailer(t.data() + pad, crc);
 
   iov_[iov_count_++] = iovec{h.data(), hdr_len};
-  for (const auto& p : payload) {
-    if (!p.empty()) iov_[iov_count_++] = iovec{const_cast<std::uint8_t*>(p.data()), p.size()};
+  for (const iovec& p : payload) {
+    if (p.iov_len > 0) iov_[iov_count_++] = p;
   }
   iov_[iov_count_++] = iovec{t.data(), pad + wire::kMpaCrcSize};
   queued_bytes_ += hdr_len + payload_length + pad + wire::kMpaCrcSize;
@@ -112,7 +112,9 @@ void MessageSegmenter::start(const Message& m) {
 
 bool MessageSegmenter::fill(TxBatch& batch, std::size_t max_ulpdu, bool with_crc) {
   const std::size_t per_fpdu = max_ulpdu - msg_.header.size();
-  std::array<ConstByteSpan, TxBatch::kMaxIov> pieces;
+  // iovecs (plain structs) are not zeroed here, as an array of spans (2 KiB) would be on every
+  // call: about a twentieth of a small message's instructions.
+  std::array<iovec, TxBatch::kMaxIov> pieces;
   while (active_) {
     // Gather this segment's pieces without exceeding the batch's iovec room.
     const std::size_t want = std::min(per_fpdu, msg_.length - offset_);
@@ -124,7 +126,7 @@ bool MessageSegmenter::fill(TxBatch& batch, std::size_t max_ulpdu, bool with_crc
     while (got < want && n < room && piece < msg_.gather.size()) {
       const ConstByteSpan p = msg_.gather[piece];
       const std::size_t take = std::min(p.size() - piece_off, want - got);
-      if (take > 0) pieces[n++] = p.subspan(piece_off, take);
+      if (take > 0) pieces[n++] = iovec{const_cast<std::uint8_t*>(p.data() + piece_off), take};
       got += take;
       piece_off += take;
       if (piece_off == p.size()) {
@@ -147,7 +149,7 @@ bool MessageSegmenter::fill(TxBatch& batch, std::size_t max_ulpdu, bool with_crc
       h.message_offset = static_cast<std::uint32_t>(offset_);
     }
     h.last = offset_ + got == msg_.length;
-    batch.add_fpdu(h, std::span<const ConstByteSpan>(pieces.data(), n), got, with_crc);
+    batch.add_fpdu(h, std::span<const iovec>(pieces.data(), n), got, with_crc);
     offset_ += got;
     piece_ = piece;
     piece_offset_ = piece_off;

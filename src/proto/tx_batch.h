@@ -46,7 +46,7 @@ class TxBatch {
 
   // Appends one FPDU: `header` (the DDP header), then `payload` pieces, pad and the CRC trailer
   // (computed when with_crc). The caller checked can_add_fpdu(payload.size()).
-  void add_fpdu(const wire::DdpHeader& header, std::span<const ConstByteSpan> payload,
+  void add_fpdu(const wire::DdpHeader& header, std::span<const iovec> payload,
                 std::size_t payload_length, bool with_crc);
   // Records that the message `cookie` ends with the last FPDU added.
   void mark_message_end(std::uint64_t cookie);
