@@ -4,7 +4,8 @@
 // header, asks its sink where the payload goes, places it, and checks pad and CRC.
 //
 // States, as in Linux siw's receive path: get header, get payload, get trailer. The reader can
-// stop anywhere and continue with the next bytes. Two ways to feed it:
+// stop anywhere and continue with the next bytes; an FPDU that lies whole in what feed() is
+// given (the common case) is taken in one step instead. Two ways to feed it:
 //  - feed(): bytes that arrived in a bounce buffer are copied into place;
 //  - direct_target() / commit_direct(): the I/O layer receives straight into the placement
 //    target (one copy from the kernel), then reports how many bytes landed there.
