@@ -144,8 +144,7 @@ std::size_t FpduReader::feed_whole_fpdu(ConstByteSpan in) {
   switch (placement_.kind) {
     case Placement::Kind::kScatter:
       while (placed < payload.size()) {
-        if (scatter_index_ >= placement_.scatter.size()) {
-          // The sink promised a scatter list as long as the payload; anything else is its bug.
+        if (scatter_index_ >= placement_.scatter.size()) {  // the sink's bug, as in on_payload_bytes
           fail(wire::term::kLlpLocalCatastrophic);
           return header_end + placed;
         }
