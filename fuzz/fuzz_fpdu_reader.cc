@@ -37,7 +37,7 @@ struct Event {
 
 class Sink final : public FpduSink {
  public:
-  Sink() : arena_(kArenaSize, 0) {}
+  Sink() : arena(kArenaSize, 0) {}
 
   Placement on_segment_header(const wire::DdpHeader& h, std::size_t payload_length) override {
     Event e;
@@ -47,7 +47,9 @@ class Sink final : public FpduSink {
     const auto op = static_cast<wire::RdmapOpcode>(h.opcode);
     const std::uint32_t pick = h.tagged ? h.stag : h.msn;
     Placement p = Placement::reject(wire::term::kDdpTaggedInvalidStag);
-    if (!h.tagged && (op == wire::RdmapOpcode::kReadRequest || op == wire::RdmapOpcode::kTerminate)) {
+    const bool queued =
+        op == wire::RdmapOpcode::kReadRequest || op == wire::RdmapOpcode::kTerminate;
+    if (!h.tagged && queued) {
       p = Placement::buffered();
     } else if (pick % 8 == 7) {
       p = Placement::discard();
@@ -55,10 +57,11 @@ class Sink final : public FpduSink {
       // Two spans (the first possibly empty) at an offset from the header, so that later
       // segments overwrite earlier ones as a real sink's would; one byte short when pick % 8 == 5.
       const std::size_t at = (pick / 8) % (kArenaSize - 65536);
-      const std::size_t len = pick % 8 == 5 && payload_length > 0 ? payload_length - 1 : payload_length;
+      const std::size_t len =
+          pick % 8 == 5 && payload_length > 0 ? payload_length - 1 : payload_length;
       const std::size_t first = std::min<std::size_t>(len, pick % 3 == 0 ? 0 : len / 3);
-      spans_[0] = ByteSpan(arena_.data() + at, first);
-      spans_[1] = ByteSpan(arena_.data() + at + first, len - first);
+      spans_[0] = ByteSpan(arena.data() + at, first);
+      spans_[1] = ByteSpan(arena.data() + at + first, len - first);
       p = Placement::into(spans_);
     }
     e.placement = static_cast<int>(p.kind);
@@ -79,7 +82,7 @@ class Sink final : public FpduSink {
   }
 
   std::vector<Event> events;
-  std::vector<std::uint8_t> arena_;
+  std::vector<std::uint8_t> arena;
 
  private:
   ByteSpan spans_[2];
@@ -109,14 +112,15 @@ Outcome run(ConstByteSpan stream, bool crc, NextPiece next_piece) {
     at += n;
   }
   o.events = std::move(sink.events);
-  o.arena = std::move(sink.arena_);
+  o.arena = std::move(sink.arena);
   o.failed = reader.failed();
   o.at_boundary = reader.at_boundary();
   if (const auto& f = reader.failure()) {
     o.failure = {static_cast<std::uint8_t>(f->code.layer), f->code.etype, f->code.ecode,
                  f->have_header, f->have_rdmap_header,
                  static_cast<std::uint8_t>(f->ulpdu_length >> 8),
-                 static_cast<std::uint8_t>(f->ulpdu_length), static_cast<std::uint8_t>(f->header_size)};
+                 static_cast<std::uint8_t>(f->ulpdu_length),
+                 static_cast<std::uint8_t>(f->header_size)};
     o.failure.insert(o.failure.end(), f->header.begin(), f->header.begin() + f->header_size);
     if (f->have_rdmap_header) {
       o.failure.insert(o.failure.end(), f->rdmap_header.begin(), f->rdmap_header.end());

@@ -144,8 +144,8 @@ std::size_t FpduReader::feed_whole_fpdu(ConstByteSpan in) {
   switch (placement_.kind) {
     case Placement::Kind::kScatter:
       while (placed < payload.size()) {
-        if (scatter_index_ >= placement_.scatter.size()) {  // the sink's bug, as in on_payload_bytes
-          fail(wire::term::kLlpLocalCatastrophic);
+        if (scatter_index_ >= placement_.scatter.size()) {
+          fail(wire::term::kLlpLocalCatastrophic);  // the sink's bug, as in on_payload_bytes
           return header_end + placed;
         }
         const ByteSpan span = placement_.scatter[scatter_index_].subspan(scatter_offset_);
@@ -167,13 +167,13 @@ std::size_t FpduReader::feed_whole_fpdu(ConstByteSpan in) {
   if (crc_enabled_) crc_.update(payload);
   payload_left_ = 0;
 
+  begin_trailer();
   const std::size_t trailer_start = header_end + payload.size();
-  const std::size_t trailer_size = wire::fpdu_pad_length(ulpdu_length) + wire::kMpaCrcSize;
-  state_ = State::kTrailer;
-  need_ = have_ = trailer_size;
-  std::memcpy(trailer_.data(), in.data() + trailer_start, trailer_size);
+  const std::size_t end = trailer_start + need_;
+  std::memcpy(trailer_.data(), in.data() + trailer_start, need_);
+  have_ = need_;
   on_trailer_complete();
-  return trailer_start + trailer_size;
+  return end;
 }
 
 void FpduReader::begin_next_scatter() {
@@ -214,13 +214,17 @@ void FpduReader::on_payload_bytes(std::size_t n) {
     }
   }
   if (payload_left_ == 0) {
-    state_ = State::kTrailer;
-    have_ = 0;
-    need_ = wire::fpdu_pad_length(ulpdu_length_) + wire::kMpaCrcSize;
+    begin_trailer();
   } else if (placement_.kind == Placement::Kind::kScatter && scatter_index_ >= placement_.scatter.size()) {
     // The sink promised a scatter list as long as the payload; anything else is its bug.
     fail(wire::term::kLlpLocalCatastrophic);
   }
+}
+
+void FpduReader::begin_trailer() {
+  state_ = State::kTrailer;
+  have_ = 0;
+  need_ = wire::fpdu_pad_length(ulpdu_length_) + wire::kMpaCrcSize;
 }
 
 void FpduReader::on_trailer_complete() {

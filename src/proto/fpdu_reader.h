@@ -101,6 +101,8 @@ class FpduReader {
   // The whole header is in header_: decode it, ask the sink where the payload goes.
   void begin_segment();
   void on_payload_bytes(std::size_t n);
+  // The payload is complete: pad and CRC come next.
+  void begin_trailer();
   void on_trailer_complete();
   void begin_next_scatter();
 

@@ -22,7 +22,9 @@ void TxBatch::add_fpdu(const wire::DdpHeader& header, std::span<const iovec> pay
   if (with_crc) {
     wire::Crc32c c;
     c.update(ConstByteSpan(h.data(), hdr_len));
-    for (const iovec& p : payload) c.update(ConstByteSpan(static_cast<const std::uint8_t*>(p.iov_base), p.iov_len));
+    for (const iovec& p : payload) {
+      c.update(ConstByteSpan(static_cast<const std::uint8_t*>(p.iov_base), p.iov_len));
+    }
     c.update(ConstByteSpan(t.data(), pad));
     crc = c.value();
   }
