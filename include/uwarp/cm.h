@@ -100,7 +100,9 @@ class EventChannel {
   static Result<EventChannel> create(const Context& context);
   int fd() const;  // readable while events are undelivered
   std::optional<CmEvent> get_event(int timeout_ms);
-  // Listens on host:port (port 0: any; "0.0.0.0" or "::" for all addresses).
+  // Listens on host:port (port 0: any; "0.0.0.0" or "::" for all addresses). Its
+  // kConnectRequest events come in the order the TCP connections were accepted (a connection
+  // that has sent no request holds back the ones behind it for at most 50 ms).
   Result<Listener> listen(const std::string& host, std::uint16_t port, int backlog = 128);
   // Connects `qp` to host:port; kEstablished, kRejected or kConnectError follows.
   Result<Connection> connect(const std::string& host, std::uint16_t port, QueuePair& qp,

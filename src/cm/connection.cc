@@ -238,8 +238,18 @@ void Connection::on_handshake_bytes() {
       if (timer_ != 0) engine_.cancel_timer(timer_);
       timer_ = 0;
       state_ = State::kRequestPending;
-      emit(CmEventType::kConnectRequest, Status::ok(), responder_.request().private_data);
+      if (auto l = listener_.lock()) {
+        l->request_complete(this);
+      } else {
+        report_request();
+      }
       return;
+  }
+}
+
+void Connection::report_request() {
+  if (state_ == State::kRequestPending) {
+    emit(CmEventType::kConnectRequest, Status::ok(), responder_.request().private_data);
   }
 }
 

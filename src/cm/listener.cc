@@ -1,5 +1,7 @@
 #include "cm/listener.h"
 
+#include <algorithm>
+
 namespace uwarp::cm {
 
 Result<std::shared_ptr<Listener>> Listener::listen(runtime::Engine& engine, const std::shared_ptr<EventChannel>& events,
@@ -30,9 +32,61 @@ void Listener::close() {
       engine_.backend().detach(fd_.get());
       fd_.reset();
     }
+    arrivals_.clear();
+    if (order_timer_ != 0) engine_.cancel_timer(order_timer_);
+    order_timer_ = 0;
     auto pending = std::move(pending_);
     pending_.clear();
     for (auto& [ptr, c] : pending) c->abort();
+  });
+}
+
+void Listener::adopt(const std::shared_ptr<Connection>& c) {
+  pending_[c.get()] = c;
+  arrivals_.push_back(Arrival{c.get(), runtime::Clock::now() + kRequestOrderHold});
+}
+
+std::deque<Listener::Arrival>::iterator Listener::arrival_of(Connection* c) {
+  return std::find_if(arrivals_.begin(), arrivals_.end(),
+                      [c](const Arrival& a) { return a.connection == c; });
+}
+
+void Listener::release(Connection* c) {
+  pending_.erase(c);
+  auto it = arrival_of(c);
+  if (it == arrivals_.end()) return;
+  arrivals_.erase(it);
+  report_in_order();
+}
+
+void Listener::request_complete(Connection* c) {
+  auto it = arrival_of(c);
+  if (it == arrivals_.end()) {
+    c->report_request();  // its place expired: nothing waits for it, and it waits for nothing
+    return;
+  }
+  it->complete = true;
+  report_in_order();
+}
+
+void Listener::report_in_order() {
+  const auto now = runtime::Clock::now();
+  while (!arrivals_.empty()) {
+    const Arrival front = arrivals_.front();
+    if (!front.complete && front.place_until > now) break;
+    arrivals_.pop_front();
+    if (front.complete) front.connection->report_request();
+  }
+  if (order_timer_ != 0) return;
+  const bool held = std::any_of(arrivals_.begin(), arrivals_.end(),
+                                [](const Arrival& a) { return a.complete; });
+  if (!held) return;
+  std::weak_ptr<Listener> weak = weak_from_this();
+  order_timer_ = engine_.add_timer(arrivals_.front().place_until, [weak] {
+    if (auto self = weak.lock()) {
+      self->order_timer_ = 0;
+      self->report_in_order();
+    }
   });
 }
 

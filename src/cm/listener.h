@@ -1,9 +1,19 @@
 // A listening endpoint: accepts TCP connections on address:port and runs the responder side
 // of the MPA exchange for each; complete requests become kConnectRequest events.
+//
+// Order: requests are reported in the order their TCP connections were accepted, which for a
+// client connecting one after another is the order of its connects (perftest -q N pairs its
+// QPs by it). The I/O backend may complete a later connection's request first (io_uring posts
+// a receive that finds its data at submission before one that waited for it), so a complete
+// request waits for those of the connections accepted before it. A connection keeps its place
+// for kRequestOrderHold after it was accepted: a peer that connects and says nothing delays
+// the requests behind it by at most that.
+//
 // Threads: create and close from any thread; the work happens on the engine thread.
 #pragma once
 
 #include <chrono>
+#include <deque>
 #include <memory>
 #include <unordered_map>
 
@@ -27,14 +37,30 @@ class Listener final : public io::IoHandler, public std::enable_shared_from_this
   const io::SocketAddress& address() const { return address_; }
   const std::shared_ptr<void>& owner() const { return owner_; }
 
-  // Pending connections (engine thread).
-  void adopt(const std::shared_ptr<Connection>& c) { pending_[c.get()] = c; }
-  void release(Connection* c) { pending_.erase(c); }
+  static constexpr std::chrono::milliseconds kRequestOrderHold{50};
+
+  // Pending connections (engine thread): adopt() keeps one alive until release(), and gives it
+  // its place in the order of requests.
+  void adopt(const std::shared_ptr<Connection>& c);
+  void release(Connection* c);
+  // `c`'s MPA request is complete: it is reported now or, to keep the order, later.
+  void request_complete(Connection* c);
 
   void on_accept(Result<io::Fd> connection, const io::SocketAddress& peer) override;
 
  private:
+  // A connection whose request is not yet reported, in accept order.
+  struct Arrival {
+    Connection* connection;
+    runtime::Clock::time_point place_until;  // it keeps its place until then
+    bool complete = false;                   // its request waits to be reported
+  };
+
   Listener(runtime::Engine& engine, const std::shared_ptr<EventChannel>& events) : engine_(engine), events_(events) {}
+  // Reports the complete requests at the front of the order, drops the places that have
+  // expired there, and sets a timer for the first expiry that holds back a complete request.
+  void report_in_order();
+  std::deque<Arrival>::iterator arrival_of(Connection* c);
 
   runtime::Engine& engine_;
   std::weak_ptr<EventChannel> events_;
@@ -43,6 +69,8 @@ class Listener final : public io::IoHandler, public std::enable_shared_from_this
   io::SocketAddress address_;
   std::chrono::milliseconds request_timeout_{5000};  // as Linux siw: 5 s for the request
   std::unordered_map<Connection*, std::shared_ptr<Connection>> pending_;
+  std::deque<Arrival> arrivals_;
+  std::uint64_t order_timer_ = 0;
 };
 
 }  // namespace uwarp::cm
