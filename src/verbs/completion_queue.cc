@@ -83,7 +83,7 @@ bool CompletionQueue::push(const WorkCompletion& wc, bool solicited) {
       overflowed_.store(true, std::memory_order_release);
       return false;
     }
-    queue_.push_back(wc);
+    queue_.push_back() = wc;
     count_.store(queue_.size(), std::memory_order_release);
     const bool error = wc.status != WcStatus::kSuccess;
     if (arm_ == Arm::kNext || (arm_ == Arm::kSolicited && (solicited || error))) {

@@ -14,13 +14,13 @@
 
 #include <atomic>
 #include <cstdint>
-#include <deque>
 #include <memory>
 #include <mutex>
 #include <span>
 #include <utility>
 #include <vector>
 
+#include "base/slot_ring.h"
 #include "uwarp/types.h"
 
 namespace uwarp::verbs {
@@ -86,7 +86,7 @@ class CompletionQueue {
   CqEventSink* events_;
   void* const user_context_;
   std::mutex mu_;
-  std::deque<WorkCompletion> queue_;
+  SlotRing<WorkCompletion> queue_;
   Arm arm_ = Arm::kNone;
   std::atomic<std::size_t> count_{0};
   std::atomic<bool> overflowed_{false};

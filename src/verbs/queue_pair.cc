@@ -132,8 +132,15 @@ Status QueuePair::post_send_locked(const SendWr& wr, bool& kick) {
   if (wr.opcode == WrOpcode::kRdmaRead && link_ != nullptr && ord_ == 0) {
     return Status(Errc::kInvalidArgument, "the connection allows no RDMA Reads (ORD 0)");
   }
-  SqEntry e;
-  e.seq = next_seq_;  // taken (incremented) only once the entry is queued: no gaps
+  std::uint64_t length = 0;
+  for (const Sge& s : wr.sg_list) length += s.length;
+  if (length > device_.limits().max_msg_size)
+    return Status(Errc::kInvalidArgument, "message too long");
+  if (is_inline && length > device_.limits().max_inline_data) {
+    return Status(Errc::kInvalidArgument, "inline data longer than the device maximum");
+  }
+  SqEntry& e = sq_.push_back();  // a reused slot, as new but with its vectors' storage
+  e.seq = next_seq_++;
   e.wr_id = wr.wr_id;
   e.opcode = wr.opcode;
   e.flags = wr.flags;
@@ -141,15 +148,8 @@ Status QueuePair::post_send_locked(const SendWr& wr, bool& kick) {
   e.rkey = wr.rkey;
   e.invalidate_rkey = wr.invalidate_rkey;
   e.signaled = config_.signal_all || (wr.flags & send_flags::kSignaled) != 0;
-  std::uint64_t length = 0;
-  for (const Sge& s : wr.sg_list) length += s.length;
-  if (length > device_.limits().max_msg_size)
-    return Status(Errc::kInvalidArgument, "message too long");
   e.length = static_cast<std::uint32_t>(length);
   if (is_inline) {
-    if (length > device_.limits().max_inline_data) {
-      return Status(Errc::kInvalidArgument, "inline data longer than the device maximum");
-    }
     // Inline data is copied now: the application may reuse its buffer when post_send returns.
     e.inline_data.resize(length);
     std::size_t at = 0;
@@ -165,13 +165,9 @@ Status QueuePair::post_send_locked(const SendWr& wr, bool& kick) {
     // Posting to a QP in error completes the request at once with a flush error.
     e.phase = Phase::kDone;
     e.status = WcStatus::kWrFlushError;
-    sq_.push_back(std::move(e));
-    ++next_seq_;
     complete_in_order();
     return Status::ok();
   }
-  sq_.push_back(std::move(e));
-  ++next_seq_;
   if (link_ != nullptr && state_ == QpState::kRts) kick = true;
   return Status::ok();
 }
@@ -302,7 +298,7 @@ void QueuePair::report(AsyncEventType type, const std::string& detail) {
 void QueuePair::flush_receive_side() {
   if (rx_recv_.active) {
     fail_recv(rx_recv_.entry.wr_id, WcStatus::kWrFlushError);
-    rx_recv_ = ActiveReceive{};
+    rx_recv_.end();
   }
   if (own_rq_) {
     for (const RecvEntry& r : own_rq_->drain()) fail_recv(r.wr_id, WcStatus::kWrFlushError);
@@ -370,21 +366,18 @@ WcStatus status_for_remote_terminate(std::uint32_t raw_control) {
   return WcStatus::kRemoteOperationError;
 }
 
-std::optional<std::vector<ByteSpan>> QueuePair::resolve_local(const std::vector<Sge>& sges,
-                                                              std::uint32_t needed,
-                                                              std::vector<MemoryRegionRef>* keep) {
-  std::vector<ByteSpan> spans;
-  spans.reserve(sges.size());
+bool QueuePair::resolve_local(const std::vector<Sge>& sges, std::uint32_t needed,
+                              std::vector<ByteSpan>& spans, std::vector<MemoryRegionRef>& keep) {
   for (const Sge& s : sges) {
     if (s.length == 0) continue;
     MemoryRegionRef mr = device_.stags().find(s.lkey);
-    if (!mr) return std::nullopt;
+    if (!mr) return false;
     auto r = mr->resolve(config_.pd, s.addr, s.length, needed);
-    if (!r) return std::nullopt;
+    if (!r) return false;
     spans.push_back(*r);
-    if (keep != nullptr) keep->push_back(std::move(mr));
+    keep.push_back(std::move(mr));
   }
-  return spans;
+  return true;
 }
 
 }  // namespace uwarp::verbs

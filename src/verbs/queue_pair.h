@@ -18,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "base/slot_ring.h"
 #include "proto/fpdu_reader.h"
 #include "proto/rdmap_receiver.h"
 #include "proto/rtr.h"
@@ -138,6 +139,19 @@ class QueuePair final : public proto::RxDelegate {
     WcStatus status = WcStatus::kSuccess;
     std::uint32_t vendor_err = 0;  // the peer's Terminate control word, for the WR it failed
     bool signaled = false;
+    // SlotRing: as a new entry, keeping the vectors' storage for the next request.
+    void recycle() {
+      SqEntry fresh;
+      fresh.sges.swap(sges);
+      fresh.inline_data.swap(inline_data);
+      fresh.spans.swap(spans);
+      fresh.mrs.swap(mrs);
+      fresh.sges.clear();
+      fresh.inline_data.clear();
+      fresh.spans.clear();
+      fresh.mrs.clear();
+      *this = std::move(fresh);
+    }
   };
   struct InboundRead {
     std::uint32_t sink_stag = 0;
@@ -177,9 +191,10 @@ class QueuePair final : public proto::RxDelegate {
   void push_recv(const WorkCompletion& wc, bool solicited);
   // A receive completion that carries only a status (flushes and local errors).
   void fail_recv(std::uint64_t wr_id, WcStatus status);
-  std::optional<std::vector<ByteSpan>> resolve_local(const std::vector<Sge>& sges,
-                                                     std::uint32_t needed,
-                                                     std::vector<MemoryRegionRef>* keep);
+  // The local memory of `sges` (zero-length ones left out) into `spans`, each region in `keep`;
+  // false if an SGE names no region of this PD that allows `needed` over its range.
+  bool resolve_local(const std::vector<Sge>& sges, std::uint32_t needed,
+                     std::vector<ByteSpan>& spans, std::vector<MemoryRegionRef>& keep);
   Status check_transition(QpState target) const;
 
   Device& device_;
@@ -205,7 +220,7 @@ class QueuePair final : public proto::RxDelegate {
   bool nudge_pending_ = false;
 
   // Send queue: entries from the oldest not yet completed; sq_next_ indexes the next to send.
-  std::deque<SqEntry> sq_;
+  SlotRing<SqEntry> sq_;
   std::size_t sq_next_ = 0;
   std::uint64_t next_seq_ = 1;
   // Inline data of requests flushed while in flight: the transmit batch may still point at it
@@ -243,6 +258,14 @@ class QueuePair final : public proto::RxDelegate {
     std::vector<ByteSpan> spans;
     std::vector<MemoryRegionRef> mrs;
     std::size_t capacity = 0;
+    // No receive is active; the vectors keep their storage for the next one.
+    void end() {
+      active = false;
+      entry.recycle();
+      spans.clear();
+      mrs.clear();
+      capacity = 0;
+    }
   };
   ActiveReceive rx_recv_;
   std::vector<ByteSpan> rx_scatter_;

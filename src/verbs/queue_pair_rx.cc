@@ -121,27 +121,24 @@ std::optional<wire::TerminateCode> QueuePair::read_response_complete() {
 proto::ScatterResult QueuePair::resolve_receive(std::uint32_t /*msn*/, std::uint32_t mo, std::size_t length,
                                                 bool first_segment) {
   if (first_segment) {
-    auto entry = rq_->take();
+    rx_recv_.end();
+    const bool taken = rq_->take(rx_recv_.entry);
     if (config_.srq != nullptr && config_.srq->consume_limit_event()) {
       report(AsyncEventType::kSrqLimitReached, "SRQ below its limit");
     }
-    if (!entry) return Unexpected{term::kDdpUntaggedNoBuffer};
-    rx_recv_ = ActiveReceive{};
+    if (!taken) return Unexpected{term::kDdpUntaggedNoBuffer};
     rx_recv_.active = true;
-    rx_recv_.entry = std::move(*entry);
-    auto spans = resolve_local(rx_recv_.entry.sges, access::kLocalWrite, &rx_recv_.mrs);
-    if (!spans) {
+    if (!resolve_local(rx_recv_.entry.sges, access::kLocalWrite, rx_recv_.spans, rx_recv_.mrs)) {
       fail_recv(rx_recv_.entry.wr_id, WcStatus::kLocalProtectionError);
-      rx_recv_ = ActiveReceive{};
+      rx_recv_.end();
       return Unexpected{term::kRdmapCatastrophicStream};
     }
-    rx_recv_.spans = std::move(*spans);
     for (const ByteSpan& s : rx_recv_.spans) rx_recv_.capacity += s.size();
   }
   if (!rx_recv_.active) return Unexpected{term::kDdpUntaggedNoBuffer};
   if (mo + length > rx_recv_.capacity || !slice(rx_recv_.spans, mo, length, rx_scatter_)) {
     fail_recv(rx_recv_.entry.wr_id, WcStatus::kLocalLengthError);
-    rx_recv_ = ActiveReceive{};
+    rx_recv_.end();
     return Unexpected{term::kDdpUntaggedTooLong};
   }
   return proto::Scatter(rx_scatter_);
@@ -154,7 +151,7 @@ std::optional<wire::TerminateCode> QueuePair::receive_complete(const proto::Inbo
   wc.opcode = WcOpcode::kRecv;
   wc.byte_len = send.length;
   wc.qp_num = qp_num_;
-  rx_recv_ = ActiveReceive{};
+  rx_recv_.end();
   const bool solicited = wire::is_solicited(send.opcode);
   if (solicited) wc.flags |= wc_flags::kSolicited;
   if (wire::carries_invalidate(send.opcode)) {

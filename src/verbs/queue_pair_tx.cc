@@ -132,8 +132,7 @@ bool QueuePair::start_sq_entry(SqEntry& e, proto::MessageSegmenter::Message& m) 
     gather_.push_back(ConstByteSpan(e.inline_data));
   } else {
     const std::uint32_t needed = e.opcode == WrOpcode::kRdmaRead ? access::kLocalWrite : 0;
-    auto spans = resolve_local(e.sges, needed, &e.mrs);
-    if (!spans) {
+    if (!resolve_local(e.sges, needed, e.spans, e.mrs)) {
       // A local protection error fails this request and, as the verbs require, the QP.
       e.phase = Phase::kDone;
       e.status = WcStatus::kLocalProtectionError;
@@ -143,7 +142,6 @@ bool QueuePair::start_sq_entry(SqEntry& e, proto::MessageSegmenter::Message& m) 
       if (link_ != nullptr) link_->shutdown_requested();
       return false;
     }
-    e.spans = std::move(*spans);
     if (e.opcode != WrOpcode::kRdmaRead) {
       for (const ByteSpan& s : e.spans) gather_.push_back(s);
     }

@@ -8,25 +8,29 @@ Status ReceiveQueue::post(const RecvWr& wr) {
   }
   std::lock_guard lock(mu_);
   if (entries_.size() >= max_wr_) return Status(Errc::kNoResources, "receive queue is full");
-  entries_.push_back(RecvEntry{wr.wr_id, std::vector<Sge>(wr.sg_list.begin(), wr.sg_list.end())});
+  RecvEntry& e = entries_.push_back();
+  e.wr_id = wr.wr_id;
+  e.sges.assign(wr.sg_list.begin(), wr.sg_list.end());
   return Status::ok();
 }
 
-std::optional<RecvEntry> ReceiveQueue::take() {
+bool ReceiveQueue::take(RecvEntry& out) {
   std::lock_guard lock(mu_);
-  if (entries_.empty()) return std::nullopt;
-  RecvEntry e = std::move(entries_.front());
+  if (entries_.empty()) return false;
+  out.wr_id = entries_.front().wr_id;
+  out.sges.swap(entries_.front().sges);
   entries_.pop_front();
   if (limit_ != 0 && entries_.size() < limit_) {
     limit_ = 0;
     limit_fired_ = true;
   }
-  return e;
+  return true;
 }
 
 std::vector<RecvEntry> ReceiveQueue::drain() {
   std::lock_guard lock(mu_);
-  std::vector<RecvEntry> out(std::make_move_iterator(entries_.begin()), std::make_move_iterator(entries_.end()));
+  std::vector<RecvEntry> out(entries_.size());
+  for (std::size_t i = 0; i < out.size(); ++i) out[i] = std::move(entries_[i]);
   entries_.clear();
   return out;
 }

@@ -3,11 +3,10 @@
 #pragma once
 
 #include <cstdint>
-#include <deque>
 #include <mutex>
-#include <optional>
 #include <vector>
 
+#include "base/slot_ring.h"
 #include "uwarp/status.h"
 #include "uwarp/types.h"
 
@@ -18,6 +17,7 @@ class ProtectionDomain;
 struct RecvEntry {
   std::uint64_t wr_id = 0;
   std::vector<Sge> sges;
+  void recycle() { sges.clear(); }  // SlotRing: the vector's storage is kept for the next entry
 };
 
 class ReceiveQueue {
@@ -26,7 +26,9 @@ class ReceiveQueue {
       : pd_(pd), max_wr_(max_wr), max_sge_(max_sge) {}
 
   Status post(const RecvWr& wr);
-  std::optional<RecvEntry> take();
+  // Moves the oldest entry into `out` (false if there is none). The vectors' storage is
+  // exchanged, not allocated: a receive queue in steady use allocates nothing per entry.
+  bool take(RecvEntry& out);
   std::vector<RecvEntry> drain();
   std::size_t size() const;
   const ProtectionDomain* pd() const { return pd_; }
@@ -47,7 +49,7 @@ class ReceiveQueue {
   const std::uint32_t max_wr_;
   const std::uint32_t max_sge_;
   mutable std::mutex mu_;
-  std::deque<RecvEntry> entries_;
+  SlotRing<RecvEntry> entries_;
   std::uint32_t limit_ = 0;
   bool limit_fired_ = false;
 };
