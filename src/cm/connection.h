@@ -58,10 +58,10 @@ class Connection final : public io::IoHandler,
   void set_owner(std::shared_ptr<void> owner) { owner_ = std::move(owner); }
   const std::shared_ptr<void>& owner() const { return owner_; }
   void set_context(void* c) { context_ = c; }
+  void* context() const { return context_; }
   // Passive side, engine thread: reports the complete request (kConnectRequest) unless the
   // connection has closed meanwhile. The listener calls it, in the order of its requests.
   void report_request();
-  void* context() const { return context_; }
 
   // io::IoHandler (handshake, engine thread).
   void on_connect(int error) override;
