@@ -269,7 +269,8 @@ class QueuePair final : public proto::RxDelegate {
   };
   ActiveReceive rx_recv_;
   std::vector<ByteSpan> rx_scatter_;
-  MemoryRegionRef rx_mr_;
+  MemoryRegionRef rx_mr_;     // the region the last inbound Write resolved (resolve_write)
+  MemoryRegionRef local_mr_;  // the region the last local SGE resolved (resolve_local)
 };
 
 // The first incomplete-status mapping of a received Terminate (see docs/interop.md: siw sends
