@@ -16,6 +16,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "uwarp/uwarp.h"
@@ -127,6 +128,10 @@ int main(int argc, char** argv) {
     std::printf("ping data: %s\n", reinterpret_cast<const char*>(sink.data()));
   }
   if (provoke_terminate) {
+    // siw sends no Terminate while a work request of its own is in progress (its "go ahead"
+    // Send may still be, although it arrived): wait as verbs_peer does after a provocation's
+    // ACK (docs/interop.md, "A transmitted Send can still fail").
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
     SendWr bad{.wr_id = 9, .opcode = WrOpcode::kRdmaWrite, .sg_list = {&send_sge, 1}};
     bad.rkey = 0x0badbad0;
     bad.remote_addr = 0x1000;
