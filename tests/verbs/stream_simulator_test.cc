@@ -11,6 +11,7 @@
 #include <memory>
 #include <optional>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "proto/proto_test_util.h"
@@ -542,13 +543,13 @@ TEST(verbs_stream_simulator, AWriteAfterTheRegionWentAwayIsRefusedThoughAnEarlie
   }
 }
 
-// The same for local keys: a Send and a receive whose regions went away after earlier requests
-// used them fail locally, and nothing of the region is sent or written.
+// The same for local keys: a Send from, and a receive into, a region that went away after
+// earlier requests used it fail locally, and nothing is sent or written.
 TEST(verbs_stream_simulator, ALocalKeyAfterTheRegionWentAwayFailsThoughAnEarlierRequestUsedIt) {
   for (const bool deregister : {true, false}) {
-    SCOPED_TRACE(deregister ? "deregistered" : "invalidated");
-    // The sending side.
-    {
+    for (const bool sender : {true, false}) {
+      SCOPED_TRACE(std::string(deregister ? "deregistered" : "invalidated") +
+                   (sender ? ", the Send's region" : ", the receive's region"));
       Sim s;
       Region& src = s.reg(s.a, 64, 0);
       Region& dst = s.reg(s.b, 128, access::kLocalWrite);
@@ -557,41 +558,22 @@ TEST(verbs_stream_simulator, ALocalKeyAfterTheRegionWentAwayFailsThoughAnEarlier
       ASSERT_TRUE(Sim::post_send(s.a, 1, WrOpcode::kSend, {src.sge(0, 64)}).is_ok());
       s.run();
       ASSERT_EQ(ids_of(poll_all(s.a.scq)), std::vector<std::uint64_t>{1});
-      const std::size_t emitted_before = s.a.emitted.size();
-      if (deregister) {
-        s.device.stags().erase(src.key());
-      } else {
-        src.mr->valid.store(false);
-      }
-      ASSERT_TRUE(Sim::post_send(s.a, 2, WrOpcode::kSend, {src.sge(0, 64)}).is_ok());
-      s.run();
-      const auto swc = poll_all(s.a.scq);
-      ASSERT_EQ(swc.size(), 1u);
-      EXPECT_EQ(swc[0].status, WcStatus::kLocalProtectionError);
-      EXPECT_EQ(s.a.emitted.size(), emitted_before) << "nothing of the region was sent";
-    }
-    // The receiving side.
-    {
-      Sim s;
-      Region& src = s.reg(s.a, 64, 0);
-      Region& dst = s.reg(s.b, 128, access::kLocalWrite);
-      ASSERT_TRUE(Sim::post_recv(s.b, 1, {dst.sge(0, 64)}).is_ok());
-      ASSERT_TRUE(Sim::post_recv(s.b, 2, {dst.sge(64, 64)}).is_ok());
-      ASSERT_TRUE(Sim::post_send(s.a, 1, WrOpcode::kSend, {src.sge(0, 64)}).is_ok());
-      s.run();
       ASSERT_EQ(ids_of(poll_all(s.b.rcq)), std::vector<std::uint64_t>{1});
+      Region& gone = sender ? src : dst;
       if (deregister) {
-        s.device.stags().erase(dst.key());
+        s.device.stags().erase(gone.key());
       } else {
-        dst.mr->valid.store(false);
+        gone.mr->valid.store(false);
       }
+      const std::size_t emitted_before = s.a.emitted.size();
       const Bytes before = dst.bytes;
       ASSERT_TRUE(Sim::post_send(s.a, 2, WrOpcode::kSend, {src.sge(0, 64)}).is_ok());
       s.run();
-      const auto rwc = poll_all(s.b.rcq);
-      ASSERT_EQ(rwc.size(), 1u);
-      EXPECT_EQ(rwc[0].status, WcStatus::kLocalProtectionError);
-      EXPECT_EQ(dst.bytes, before) << "nothing was written into the region";
+      const auto wc = poll_all(sender ? s.a.scq : s.b.rcq);
+      ASSERT_EQ(wc.size(), 1u);
+      EXPECT_EQ(wc[0].status, WcStatus::kLocalProtectionError);
+      if (sender) EXPECT_EQ(s.a.emitted.size(), emitted_before) << "nothing was sent";
+      EXPECT_EQ(dst.bytes, before) << "nothing was written";
     }
   }
 }
