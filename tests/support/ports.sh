@@ -1,10 +1,12 @@
 # Shell helpers for tests that start servers on loopback ports. Source it; needs ss (iproute2).
 
-# free_port: prints a port nobody listens on, different per run.
+# free_port: prints a port nobody listens on, different per run: from 22000 to 32767, above the
+# fixed ports of tests/ofa (21xxx), which may start listening beside it under `ctest -j`, and
+# below Linux's ephemeral range (32768 and up), where any connection may hold the port.
 free_port() {
   local p i
   for i in $(seq 1 50); do
-    p=$((20000 + (RANDOM % 20000)))
+    p=$((22000 + (RANDOM % 10768)))
     [ -z "$(ss -Hltn "sport = :$p" 2>/dev/null)" ] && echo "$p" && return 0
   done
   return 1
