@@ -366,17 +366,19 @@ WcStatus status_for_remote_terminate(std::uint32_t raw_control) {
   return WcStatus::kRemoteOperationError;
 }
 
+const MemoryRegionRef& QueuePair::find_region(MemoryRegionRef& last, std::uint32_t stag) {
+  if (!last || last->stag != stag || !last->valid.load(std::memory_order_acquire)) {
+    last = device_.stags().find(stag);
+  }
+  return last;
+}
+
 bool QueuePair::resolve_local(const std::vector<Sge>& sges, std::uint32_t needed,
                               std::vector<ByteSpan>& spans, std::vector<MemoryRegionRef>& keep) {
   for (const Sge& s : sges) {
     if (s.length == 0) continue;
-    // Requests in a row mostly name the same region: the one found last serves while it stays
-    // valid (a region never changes its STag or range; once deregistered or invalidated it is
-    // looked up again, and the lookup decides as for any other key).
-    const bool same = local_mr_ && local_mr_->stag == s.lkey &&
-                      local_mr_->valid.load(std::memory_order_acquire);
-    if (!same) local_mr_ = device_.stags().find(s.lkey);
-    if (!local_mr_) return false;
+    // Requests in a row mostly name the same region.
+    if (!find_region(local_mr_, s.lkey)) return false;
     auto r = local_mr_->resolve(config_.pd, s.addr, s.length, needed);
     if (!r) return false;
     spans.push_back(*r);

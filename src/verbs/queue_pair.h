@@ -191,6 +191,10 @@ class QueuePair final : public proto::RxDelegate {
   void push_recv(const WorkCompletion& wc, bool solicited);
   // A receive completion that carries only a status (flushes and local errors).
   void fail_recv(std::uint64_t wr_id, WcStatus status);
+  // The region `stag` names, reusing `last` (the one found before) while it names the same STag
+  // and stays valid: a region never changes its STag or range, and once deregistered or
+  // invalidated it is looked up again, the lookup deciding as for any other STag. Null if none.
+  const MemoryRegionRef& find_region(MemoryRegionRef& last, std::uint32_t stag);
   // The local memory of `sges` (zero-length ones left out) into `spans`, each region in `keep`;
   // false if an SGE names no region of this PD that allows `needed` over its range.
   bool resolve_local(const std::vector<Sge>& sges, std::uint32_t needed,

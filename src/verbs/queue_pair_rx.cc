@@ -72,13 +72,8 @@ bool QueuePair::rx_open_locked() const {
 }
 
 proto::ScatterResult QueuePair::resolve_write(std::uint32_t stag, std::uint64_t to, std::size_t length) {
-  // The segments of one Write all name its STag: the region found for the first one serves
-  // the rest while it stays valid (a region never changes its STag; once deregistered or
-  // invalidated it is looked up again, and the lookup decides as for any other STag).
-  if (!rx_mr_ || rx_mr_->stag != stag || !rx_mr_->valid.load(std::memory_order_acquire)) {
-    rx_mr_ = device_.stags().find(stag);
-  }
-  if (!rx_mr_) return Unexpected{term::kDdpTaggedInvalidStag};
+  // The segments of one Write all name its STag.
+  if (!find_region(rx_mr_, stag)) return Unexpected{term::kDdpTaggedInvalidStag};
   auto r = rx_mr_->resolve(config_.pd, to, length, access::kRemoteWrite);
   if (!r) return Unexpected{write_error(r.error())};
   rx_scatter_.assign(1, *r);
