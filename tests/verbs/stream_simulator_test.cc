@@ -572,7 +572,9 @@ TEST(verbs_stream_simulator, ALocalKeyAfterTheRegionWentAwayFailsThoughAnEarlier
       const auto wc = poll_all(sender ? s.a.scq : s.b.rcq);
       ASSERT_EQ(wc.size(), 1u);
       EXPECT_EQ(wc[0].status, WcStatus::kLocalProtectionError);
-      if (sender) EXPECT_EQ(s.a.emitted.size(), emitted_before) << "nothing was sent";
+      if (sender) {
+        EXPECT_EQ(s.a.emitted.size(), emitted_before) << "nothing was sent";
+      }
       EXPECT_EQ(dst.bytes, before) << "nothing was written";
     }
   }
