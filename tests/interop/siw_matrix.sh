@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # uwarp against the real Linux siw: boots siw in QEMU with ../shared/interop/siw-vm.sh (from
-# where it stands; never copied; SIW_VM overrides) and runs, one fresh guest per cell:
+# where it stands; never copied; SIW_VM overrides) and runs ("Guests" below for which cells share
+# a guest):
 #   - rping's protocol: siw's `rping -s` against uwarp's native rping_client (MPA modes uwarp
 #     asks for: CRC, peer-to-peer, revision 1; siw's Terminate);
 #   - unmodified programs on both sides, uwarp's through build/bin/uwarp-run: rping, perftest
@@ -45,7 +46,7 @@ done
 # want GROUP: the group is selected (SIW_MATRIX_CELLS unset or empty: every group is).
 want() { [ -z "$cells" ] || [[ " ${cells//,/ } " == *" $1 "* ]]; }
 [ -x "$client" ] || { echo "siw_matrix: $client missing" >&2; exit 1; }
-# One instance name per cell (interop-mPORT): a guest left behind by a failed cell cannot
+# One instance name per guest (interop-mPORT): a guest left behind by a failed cell cannot
 # collide with the next one.
 vm=(--name interop-matrix)
 work=$(mktemp -d)
@@ -100,6 +101,7 @@ if [ -z "${SIW_MATRIX_LANE:-}" ] && [ "${SIW_MATRIX_LANES:-2}" != 1 ]; then
     done
     passed=0
     failed=0
+    booted=0
     for i in 0 1; do
       wait "${lane_pids[$i]}"
       grep -v '^siw_matrix: using the cached guest' "$work/lane$i.log" | grep -vE '^siw_matrix: [0-9]+ passed, [0-9]+ failed'
@@ -111,19 +113,118 @@ if [ -z "${SIW_MATRIX_LANE:-}" ] && [ "${SIW_MATRIX_LANES:-2}" != 1 ]; then
         passed=$((passed + ${counts% *}))
         failed=$((failed + ${counts#* }))
       fi
+      lane_guests=$(sed -nE 's/^siw_matrix: [0-9]+ passed, .*, ([0-9]+) guests\)$/\1/p' "$work/lane$i.log" | tail -1)
+      booted=$((booted + ${lane_guests:-0}))
     done
-    echo "siw_matrix: $passed passed, $failed failed ($((SECONDS - start_time)) s, two lanes)"
+    echo "siw_matrix: $passed passed, $failed failed ($((SECONDS - start_time)) s, two lanes, $booted guests)"
     [ "$failed" -eq 0 ]
     exit
   fi
 fi
 [ -x "$peer" ] && cp "$peer" "$share/verbs_peer"
+cp "$root/tests/interop/cell_runner.sh" "$share/cell_runner.sh"
 
 passed=0
 failed=0
-port=${SIW_MATRIX_PORT:-7174}  # the first cell's is one more
+base_port=${SIW_MATRIX_PORT:-7174}
+port=$base_port               # the current cell's
+next_active=$base_port        # the last port an active cell (uwarp connects) took
+next_passive=$((base_port + 300))  # the same for passive cells (uwarp listens)
 problems=()
 injector=""
+
+# --- guests -------------------------------------------------------------------------------------
+# Cells share a guest while they pass. A guest boots for a cell whose siw flavour differs from the
+# running guest's and serves the cells after it one at a time (tests/interop/cell_runner.sh in
+# the guest): booting is about 6-8 s of the 11-17 s a small cell takes under TCG. A failed cell
+# and a cell whose guest side had to be stopped end their guest, so that no cell runs where a
+# failure may have left something behind; a cell's kernel log starts empty (the runner clears
+# it). A guest forwards the next $fwd_block ports of the lane's active range (its first 300) to
+# itself, and active cells take them in turn; passive cells count up from the 301st.
+fwd_block=8
+guest=""         # the running guest's flavour; empty: none
+guest_last=0     # the last port it forwards
+guest_inst=""    # its instance directory (siw-vm.sh's, for QEMU's pid file)
+guest_cell=0     # the number of the cell it runs (its queue entry in $share/q)
+guests_booted=0
+
+# guest_alive: true if the guest's QEMU is still running.
+guest_alive() {
+  [ -n "$guest" ] && [ -s "$guest_inst/qemu.pid" ] && kill -0 "$(cat "$guest_inst/qemu.pid")" 2>/dev/null
+}
+
+# guest_discard: ends the running guest (if any).
+guest_discard() {
+  [ -n "$guest" ] || return 0
+  echo end >"$share/q/end"
+  "$harness" stop "${vm[@]}" >/dev/null 2>&1
+  guest=""
+}
+
+# guest_for FLAVOUR [active]: a guest of FLAVOUR runs (with a forwarded port left for an active
+# cell), booted if need be; false (start.log says why) if it did not come up.
+guest_for() {
+  if [ "$guest" = "$1" ] && guest_alive && { [ "${2:-}" != active ] || [ $((next_active + 1)) -le $guest_last ]; }; then
+    return 0
+  fi
+  guest_discard
+  rm -rf "$share/q"
+  mkdir "$share/q"
+  local first=$((next_active + 1)) p fwd=() ports=""
+  for ((p = first; p < first + fwd_block; p++)); do fwd+=(--fwd "$p"); ports+=" $p"; done
+  next_active=$((first - 1))
+  guest_last=$((first + fwd_block - 1))
+  echo "exec sh /share/cell_runner.sh$ports" >"$share/runner.sh"
+  vm=(--name "interop-m$first")
+  guest_cell=0
+  guests_booted=$((guests_booted + 1))
+  if ! "$harness" start "${vm[@]}" --siw "$1" --share "$share" "${fwd[@]}" --timeout 3000 \
+      --script "$share/runner.sh" >"$work/start.log" 2>&1; then
+    "$harness" stop "${vm[@]}" >/dev/null 2>&1
+    next_active=$guest_last
+    return 1
+  fi
+  guest_inst=$(dirname "$(sed -n "s/^siw-vm: instance '[^']*' ready: console \([^,]*\),.*/\1/p" "$work/start.log")")
+  guest=$1
+  touch "$share/q/go"
+}
+
+# guest_queue SCRIPT LIMIT [PORT]: queues the next cell (runner.sh's queue format).
+guest_queue() {
+  guest_cell=$((guest_cell + 1))
+  echo "$1 $2 ${3:-}" >"$share/q/$guest_cell.part"
+  mv "$share/q/$guest_cell.part" "$share/q/$guest_cell"
+}
+
+# guest_ready SECONDS: true once the cell's port listens or its script has ended; false (the
+# guest is ended) if neither within SECONDS.
+guest_ready() {
+  local i
+  for ((i = 0; i < $1 * 20; i++)); do
+    [ -e "$share/q/$guest_cell.ready" ] && return 0
+    guest_alive || break
+    sleep 0.05
+  done
+  guest_discard
+  return 1
+}
+
+# guest_wait SECONDS: prints the cell's output; its exit status is the cell script's (124, and
+# the guest is ended, if it did not end within SECONDS).
+guest_wait() {
+  local i rc=124
+  for ((i = 0; i < $1 * 20; i++)); do
+    [ -e "$share/q/$guest_cell.rc" ] && { rc=$(cat "$share/q/$guest_cell.rc"); break; }
+    guest_alive || break
+    sleep 0.05
+  done
+  cat "$share/q/$guest_cell.out" 2>/dev/null
+  if [ "$rc" = 124 ]; then
+    echo "siw_matrix: the guest side did not end within $1 s"
+    guest_discard
+  fi
+  return "$rc"
+}
 
 # --- captures ---------------------------------------------------------------------------------
 
@@ -269,6 +370,7 @@ report() {  # report NAME HOST_LOG GUEST_LOG
     grep -v '^\[' "$3" | tail -8 | sed 's/^/  siw: /' >&2
     [ -s "$work/attempts.log" ] && grep -v '^\[' "$work/attempts.log" | tail -30 | sed 's/^/  earlier attempts: /' >&2
     failed=$((failed + 1))
+    guest_discard
   fi
   if [ -n "${SIW_MATRIX_KEEP:-}" ]; then
     local slug=${1//[^A-Za-z0-9]/_}
@@ -311,6 +413,7 @@ retry() {
   [ -n "$why" ] || return 1
   echo "siw_matrix: ${1:-cell}: attempt $2: $why, retrying"
   { echo "== attempt $2"; cat "$work/host.log" "$work/guest.log"; } >>"$work/attempts.log"
+  guest_discard  # the next attempt starts in a fresh guest
 }
 
 # active NAME FLAVOUR "GUEST SERVER COMMAND" "HOST CLIENT COMMAND" [ATTEMPTS] [crc]: uwarp
@@ -327,29 +430,32 @@ active() {
   injector=""
   : >"$work/attempts.log"
   for ((attempt = 1; attempt <= attempts; attempt++)); do
-    port=$((port + 1))
-    cap="c$port"
-    vm=(--name "interop-m$port")
     problems=()
     : >"$work/host.log"
     : >"$work/guest.log"
-    guest_script "$cap" "${3//PORT/$port}"
-    if ! "$harness" start "${vm[@]}" --siw "$flavour" --share "$share" --fwd "$port" --timeout 120 \
-        --script "$share/$cap.sh" >"$work/start.log" 2>&1; then
+    if ! guest_for "$flavour" active; then
       cp "$work/start.log" "$work/guest.log"
-      "$harness" stop "${vm[@]}" >/dev/null 2>&1
       host_rc=1 guest_rc=1
       retry "$name" $attempt $attempts && { attempts=$((attempt + 1 > attempts ? attempt + 1 : attempts)); continue; }
       problems+=("the guest did not start")
       return
     fi
+    port=$((next_active += 1))
+    cap="c$port"
+    guest_script "$cap" "${3//PORT/$port}"
+    guest_queue "$cap.sh" 120 "$port"
+    if ! guest_ready 150; then
+      host_rc=1 guest_rc=1
+      problems+=("the guest did not run the cell")
+      return
+    fi
     timeout 150 bash -c "${4//PORT/$port}" >"$work/host.log" 2>&1
     host_rc=$?
     if [ $host_rc -ne 0 ] && grep -qE "$races" "$work/host.log"; then
-      "$harness" stop "${vm[@]}" >/dev/null 2>&1
+      guest_discard
       guest_rc=1
     else
-      timeout 200 "$harness" wait "${vm[@]}" >"$work/guest.log" 2>&1
+      guest_wait 200 >"$work/guest.log" 2>&1
       guest_rc=$?
     fi
     retry "$name" $attempt $attempts && { attempts=$((attempt + 1 > attempts ? attempt + 1 : attempts)); continue; }
@@ -368,18 +474,24 @@ passive() {
   injector=""
   : >"$work/attempts.log"
   for ((attempt = 1; attempt <= attempts; attempt++)); do
-    port=$((port + 1))
-    cap="c$port"
-    vm=(--name "interop-m$port")
     problems=()
     : >"$work/host.log"
     : >"$work/guest.log"
+    if ! guest_for "$flavour"; then
+      cp "$work/start.log" "$work/guest.log"
+      host_rc=1 guest_rc=1
+      retry "$name" $attempt $attempts && { attempts=$((attempt + 1 > attempts ? attempt + 1 : attempts)); continue; }
+      problems+=("the guest did not start")
+      return
+    fi
+    port=$((next_passive += 1))
+    cap="c$port"
     guest_script "$cap" "${4//PORT/$port}"
     timeout 200 bash -c "${3//PORT/$port}" >"$work/host.log" 2>&1 &
     local server=$!
     sleep 0.5
-    timeout 200 "$harness" run "${vm[@]}" --siw "$flavour" --share "$share" --timeout 150 \
-      --script "$share/$cap.sh" >"$work/guest.log" 2>&1
+    guest_queue "$cap.sh" 150
+    guest_wait 200 >"$work/guest.log" 2>&1
     guest_rc=$?
     if [ $guest_rc -ne 0 ]; then  # give the server 5 s to finish on its own
       for _ in $(seq 1 50); do kill -0 "$server" 2>/dev/null || break; sleep 0.1; done
@@ -426,12 +538,13 @@ if want rping; then
   # cannot RDMA Read (a revision-1 request carries no IRD/ORD, so librdmacm gives it ORD 0, as
   # with two siw peers; docs/interop.md). The cell checks exactly that: the revision-1 exchange on
   # the wire, uwarp's first Send received (rping -s only posts its Read after it), siw's failure.
-  port=$((port + 1)); cap="c$port"; problems=(); : >"$work/attempts.log"; vm=(--name "interop-m$port")
-  guest_script "$cap" "rping -s -a \$GUEST_IP -p $port -v -C 1"
-  if "$harness" start "${vm[@]}" --share "$share" --fwd "$port" --timeout 60 --script "$share/$cap.sh" >"$work/start.log" 2>&1; then
+  problems=(); : >"$work/attempts.log"
+  if guest_for default active && port=$((next_active += 1)) cap="c$port" &&
+     guest_script "$cap" "rping -s -a \$GUEST_IP -p $port -v -C 1" &&
+     guest_queue "$cap.sh" 60 "$port" && guest_ready 90; then
     timeout 60 "$client" --port "$port" --count 1 --mpa1 --timeout-ms 8000 >"$work/host.log" 2>&1
     host_rc=$?
-    timeout 120 "$harness" wait "${vm[@]}" >"$work/guest.log" 2>&1
+    guest_wait 120 >"$work/guest.log" 2>&1
     [ $host_rc -ne 0 ] || problems+=("rping_client passed, expected siw's rping -s to fail its Read")
     expect "$work/guest.log" "post send error" siw
     check_capture "$cap" "$work/guest.log"
@@ -440,7 +553,7 @@ if want rping; then
       opcodes "$cap" | grep -qx 0x03 || problems+=("wire: no Send")
     fi
   else
-    cp "$work/start.log" "$work/guest.log"; : >"$work/host.log"; problems+=("the guest did not start")
+    cp "$work/start.log" "$work/guest.log"; : >"$work/host.log"; problems+=("the guest did not start or run the cell")
   fi
   finish "rping_client --mpa1 -> siw rping -s: MPA revision 1 from uwarp (siw's rping cannot Read with ORD 0)"
 fi
@@ -590,7 +703,7 @@ elif want provoke; then
 fi
 
 # --- 5. injected faults: siw_inject, a raw peer, against siw --------------------------------------
-# One guest per cell, one connection per fault (siw survives each: it closes that connection);
+# One connection per fault (siw survives each: it closes that connection);
 # siw_inject checks siw's answer byte for byte and exits non-zero on a mismatch (docs/interop.md,
 # "Injected faults"). Faults named mpa-* never reach verbs_peer (siw refuses the MPA request).
 
@@ -719,5 +832,6 @@ elif want inject; then
   echo "siw_matrix: injected-fault cells SKIPPED: build/bin/siw_inject or build/bin/verbs_peer missing"
 fi
 
-echo "siw_matrix: $passed passed, $failed failed ($((SECONDS - start_time)) s)"
+guest_discard
+echo "siw_matrix: $passed passed, $failed failed ($((SECONDS - start_time)) s, $guests_booted guests)"
 [ "$failed" -eq 0 ]
