@@ -90,9 +90,10 @@ class PerfServerTest : public ::testing::Test {
   }
 
   pid_t start_client(const std::string& op, const std::string& sizes, const std::string& iters,
-                     const std::string& log) {
+                     const std::string& log, const std::string& wait = "poll") {
     return spawn({UWARP_PERF_BIN, "client", "127.0.0.1", "--port", std::to_string(port_), "--op",
-                  op, "--sizes", sizes, "--iters", iters, "--verify", "--no-progress"},
+                  op, "--sizes", sizes, "--iters", iters, "--verify", "--no-progress", "--wait",
+                  wait},
                  log);
   }
 
@@ -163,6 +164,20 @@ TEST_F(PerfServerTest, SurvivesBadClientsAndKeepsServingOthers) {
   for (const char* op : {"send", "write", "read"}) {
     const std::string log = ::testing::TempDir() + "uwarp-perf-" + op + ".log";
     EXPECT_EQ(wait_exit(start_client(op, "1,4K,1M", "20", log), std::chrono::seconds(60)), 0)
+        << slurp(log);
+    EXPECT_NE(slurp(log).find(" yes"), std::string::npos) << slurp(log);
+  }
+}
+
+// --wait block: both ends of the bandwidth runs sleep on their completion channels (the first
+// empty poll arms the CQ); every operation completes with verified data, a Send's credits
+// included, and the latency runs after them still poll.
+TEST_F(PerfServerTest, BlockingWaitsCompleteEveryOperation) {
+  ASSERT_NO_FATAL_FAILURE(start_server());
+  for (const char* op : {"send", "write", "read"}) {
+    const std::string log = ::testing::TempDir() + "uwarp-perf-block-" + op + ".log";
+    EXPECT_EQ(wait_exit(start_client(op, "64,64K", "500", log, "block"), std::chrono::seconds(60)),
+              0)
         << slurp(log);
     EXPECT_NE(slurp(log).find(" yes"), std::string::npos) << slurp(log);
   }

@@ -180,6 +180,8 @@ class Client {
     begin.iters = static_cast<std::uint32_t>(r.iters);
     begin.seed = seed;
     begin.verify = o_.verify ? 1 : 0;
+    begin.block = o_.block ? 1 : 0;
+    ep_.set_blocking(o_.block);
     if (!ep_.send_ctrl(begin)) return fail("control send failed");
     auto ready = ep_.wait_ctrl(MsgType::kReady, kTimeoutMs);
     if (!ready) return fail("server did not get ready");
@@ -280,6 +282,7 @@ class Client {
 
   bool latency(std::uint32_t size, SizeResult& r) {
     if (o_.op == Op::kWrite && size == 0) return true;  // nothing to poll on
+    ep_.set_blocking(false);
     const std::uint32_t iters =
         static_cast<std::uint32_t>(std::min<std::uint64_t>(r.iters, size <= 65536 ? 1000 : 100));
     DataQp& d = *ep_.data()[0];

@@ -120,7 +120,7 @@ bool Endpoint::pump(int timeout_ms, std::vector<WorkCompletion>& data_out) {
     if (ctrl_failed_) return false;
     const auto now = Clock::now();
     if (now >= deadline) return false;
-    if (!armed && now - start < kSpinBeforeBlock) {
+    if (!armed && !blocking_ && now - start < kSpinBeforeBlock) {
       std::this_thread::yield();
       continue;
     }

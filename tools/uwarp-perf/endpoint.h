@@ -59,7 +59,8 @@ class Endpoint {
   Status post_ctrl_receives();
   Status send_ctrl(const CtrlMsg& m);
   // Polls the CQ until something arrives: control receives go to ctrl_inbox (and are
-  // reposted), data completions to `data_out`. It spins on poll for up to kSpinBeforeBlock:
+  // reposted), data completions to `data_out`. Unless set_blocking(true), it spins on poll
+  // for up to kSpinBeforeBlock:
   // an empty poll makes this thread receive for the CQ's QPs itself (busy polling,
   // docs/threading.md), which is what the latency phases measure. Between polls it yields the
   // core (one cheap system call when no other thread wants it): on a 2-core machine the peer
@@ -80,6 +81,9 @@ class Endpoint {
                      std::vector<WorkCompletion>& data_out);
 
   static constexpr auto kSpinBeforeBlock = std::chrono::milliseconds(50);
+  // true: pump (and wait_ctrl) arm the CQ and block on the completion channel after the first
+  // empty poll (uwarp-perf --wait block, bandwidth runs only).
+  void set_blocking(bool block) { blocking_ = block; }
   // Waits for a control message of `type` (other control messages stay in the inbox).
   std::optional<CtrlMsg> wait_ctrl(MsgType type, int timeout_ms,
                                    std::vector<WorkCompletion>* data_out = nullptr);
@@ -94,6 +98,7 @@ class Endpoint {
   Context& ctx_;
   ProtectionDomain pd_;
   CompletionChannel channel_;
+  bool blocking_ = false;
   CompletionQueue cq_;
   QueuePair ctrl_qp_;
   std::unique_ptr<std::uint8_t[]> ctrl_buf_;

@@ -27,13 +27,16 @@ void print_usage() {
       "  uwarp-perf client HOST [--port P] --op send|write|read [--size N | --sizes a,b,c]\n"
       "                    [--iters K] [--qps Q] [--depth D] [--crc] [--verify] [--json] "
       "[--no-progress] [--tcp]\n"
-      "                    [--shared-buffer] [--post-list N]\n"
+      "                    [--shared-buffer] [--post-list N] [--wait poll|block]\n"
       "  uwarp-perf loopback [client options]   both ends in this process, over 127.0.0.1\n"
       "--tcp: the raw TCP baseline instead of uwarp (same sizes; stream and ping-pong; with\n"
       "  --qps N, the stream over N connections, no ping-pong)\n"
       "--shared-buffer: all data QPs use one buffer on each side (many QPs then touch the memory\n"
       "  of one; not with --verify)\n"
       "--post-list N: bandwidth runs post up to N requests at a time as one list (default 1)\n"
+      "--wait poll|block: how both ends of a bandwidth run wait for completions: poll the CQ\n"
+      "  (default, as perftest) or block on the completion channel (as a blocking TCP receive);\n"
+      "  the latency runs always poll\n"
       "sizes accept K and M suffixes (4K, 1M).\n");
 }
 
@@ -147,6 +150,10 @@ std::optional<Options> parse_options(int argc, char** argv) {
     } else if (a == "--post-list") {
       const char* s = value("--post-list");
       if (!s || !parse_u32(s, o.post_list) || o.post_list == 0 || o.post_list > kMaxPostList) return std::nullopt;
+    } else if (a == "--wait") {
+      const char* s = value("--wait");
+      if (s == nullptr || (std::string_view(s) != "poll" && std::string_view(s) != "block")) return std::nullopt;
+      o.block = std::string_view(s) == "block";
     } else if (a == "--depth") {
       const char* s = value("--depth");
       if (!s || !parse_u32(s, o.depth) || o.depth == 0 || o.depth > 1024) return std::nullopt;

@@ -25,6 +25,7 @@ struct Options {
   std::uint32_t qps = 1;
   std::uint32_t depth = 0;  // outstanding WRs per QP; 0: chosen per size
   std::uint32_t post_list = 1;  // bandwidth runs: WRs per post_send (one list post)
+  bool block = false;  // bandwidth runs: both ends wait on their completion channel, no polling
   bool crc = false;
   bool verify = false;
   bool json = false;

@@ -36,6 +36,7 @@ void encode(const CtrlMsg& m, std::uint8_t out[kCtrlMsgSize]) {
   out[0] = static_cast<std::uint8_t>(m.type);
   out[1] = m.op;
   out[2] = m.verify;
+  out[3] = m.block;
   put32(out + 4, m.size);
   put32(out + 8, m.iters);
   put32(out + 12, m.seed);
@@ -48,6 +49,7 @@ CtrlMsg decode_ctrl(const std::uint8_t in[kCtrlMsgSize]) {
   m.type = static_cast<MsgType>(in[0]);
   m.op = in[1];
   m.verify = in[2];
+  m.block = in[3];
   m.size = get32(in + 4);
   m.iters = get32(in + 8);
   m.seed = get32(in + 12);

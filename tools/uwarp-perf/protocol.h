@@ -27,6 +27,7 @@ struct CtrlMsg {
   MsgType type = MsgType::kBye;
   std::uint8_t op = 0;
   std::uint8_t verify = 0;
+  std::uint8_t block = 0;  // kBegin: the server too waits by blocking (--wait block)
   std::uint32_t size = 0;
   std::uint32_t iters = 0;
   std::uint32_t seed = 0;

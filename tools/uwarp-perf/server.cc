@@ -81,6 +81,7 @@ class Session {
 
   bool bandwidth_run(const CtrlMsg& m) {
     const Op op = static_cast<Op>(m.op);
+    ep_.set_blocking(m.block != 0);
     const std::uint32_t slots = slots_for(m.size);
     if (m.size > buffer_) return false;
     if (op == Op::kRead) {
@@ -153,6 +154,7 @@ class Session {
 
   bool latency_run(const CtrlMsg& m) {
     const Op op = static_cast<Op>(m.op);
+    ep_.set_blocking(false);
     DataQp& d = *ep_.data()[0];
     if (op == Op::kSend && !post_data_recv(0, 0, m.size)) return false;
     CtrlMsg ready;
