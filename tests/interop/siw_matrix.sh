@@ -129,6 +129,7 @@ passed=0
 failed=0
 base_port=${SIW_MATRIX_PORT:-7174}
 port=$base_port               # the current cell's
+cap=""                        # the current cell's capture name (c$port)
 next_active=$base_port        # the last port an active cell (uwarp connects) took
 next_passive=$((base_port + 300))  # the same for passive cells (uwarp listens)
 problems=()
@@ -190,7 +191,7 @@ guest_for() {
   touch "$share/q/go"
 }
 
-# guest_queue SCRIPT LIMIT [PORT]: queues the next cell (runner.sh's queue format).
+# guest_queue SCRIPT LIMIT [PORT]: queues the next cell (the queue format: cell_runner.sh).
 guest_queue() {
   guest_cell=$((guest_cell + 1))
   echo "$1 $2 ${3:-}" >"$share/q/$guest_cell.part"
@@ -417,6 +418,22 @@ retry() {
   guest_discard  # the next attempt starts in a fresh guest
 }
 
+# attempt_guest FLAVOUR [active]: guest_for, for an attempt of active or passive (it uses their
+# name, attempt, attempts and sets host_rc and guest_rc). 0: the guest runs; 1: it did not come
+# up and the attempt is to be repeated (retry said so); 2: it did not come up, the cell has
+# failed (problems says so).
+attempt_guest() {
+  guest_for "$@" && return 0
+  cp "$work/start.log" "$work/guest.log"
+  host_rc=1 guest_rc=1
+  if retry "$name" "$attempt" "$attempts"; then
+    attempts=$((attempt + 1 > attempts ? attempt + 1 : attempts))
+    return 1
+  fi
+  problems+=("the guest did not start")
+  return 2
+}
+
 # active NAME FLAVOUR "GUEST SERVER COMMAND" "HOST CLIENT COMMAND" [ATTEMPTS] [crc]: uwarp
 # active (host, 127.0.0.1:PORT forwarded to the guest) against siw passive. PORT in the commands
 # is replaced; the host command runs under bash -c; with $injector set (to anything), the host
@@ -434,13 +451,8 @@ active() {
     problems=()
     : >"$work/host.log"
     : >"$work/guest.log"
-    if ! guest_for "$flavour" active; then
-      cp "$work/start.log" "$work/guest.log"
-      host_rc=1 guest_rc=1
-      retry "$name" $attempt $attempts && { attempts=$((attempt + 1 > attempts ? attempt + 1 : attempts)); continue; }
-      problems+=("the guest did not start")
-      return
-    fi
+    attempt_guest "$flavour" active
+    case $? in 1) continue ;; 2) return ;; esac
     port=$((next_active += 1))
     cap="c$port"
     guest_script "$cap" "${3//PORT/$port}"
@@ -478,13 +490,8 @@ passive() {
     problems=()
     : >"$work/host.log"
     : >"$work/guest.log"
-    if ! guest_for "$flavour"; then
-      cp "$work/start.log" "$work/guest.log"
-      host_rc=1 guest_rc=1
-      retry "$name" $attempt $attempts && { attempts=$((attempt + 1 > attempts ? attempt + 1 : attempts)); continue; }
-      problems+=("the guest did not start")
-      return
-    fi
+    attempt_guest "$flavour"
+    case $? in 1) continue ;; 2) return ;; esac
     port=$((next_passive += 1))
     cap="c$port"
     guest_script "$cap" "${4//PORT/$port}"
