@@ -171,7 +171,7 @@ TEST_F(PerfServerTest, SurvivesBadClientsAndKeepsServingOthers) {
 
 // --wait block: both ends of the bandwidth runs sleep on their completion channels (the first
 // empty poll arms the CQ); every operation completes with verified data, a Send's credits
-// included, and the latency runs after them still poll.
+// included, and so do the (polling) latency runs after them.
 TEST_F(PerfServerTest, BlockingWaitsCompleteEveryOperation) {
   ASSERT_NO_FATAL_FAILURE(start_server());
   for (const char* op : {"send", "write", "read"}) {
