@@ -368,8 +368,8 @@ report() {  # report NAME HOST_LOG GUEST_LOG
   else
     echo "siw_matrix: FAIL: $1 ($((SECONDS - cell_start)) s)" >&2
     printf '  %s\n' "${problems[@]}" >&2
-    tail -8 "$2" | sed 's/^/  uwarp: /' >&2
-    grep -v '^\[' "$3" | tail -8 | sed 's/^/  siw: /' >&2
+    tail -30 "$2" | sed 's/^/  uwarp: /' >&2
+    grep -v '^\[' "$3" | tail -30 | sed 's/^/  siw: /' >&2
     [ -s "$work/attempts.log" ] && grep -v '^\[' "$work/attempts.log" | tail -30 | sed 's/^/  earlier attempts: /' >&2
     failed=$((failed + 1))
     guest_discard
@@ -497,7 +497,13 @@ passive() {
     guest_script "$cap" "${4//PORT/$port}"
     timeout 200 bash -c "${3//PORT/$port}" >"$work/host.log" 2>&1 &
     local server=$!
-    sleep 0.5
+    # The guest's client starts at once in a running guest: first let the server listen (up to
+    # 10 s, or until it has exited).
+    for _ in $(seq 1 100); do
+      ss -Hltn "sport = :$port" | grep -q . && break
+      kill -0 "$server" 2>/dev/null || break
+      sleep 0.1
+    done
     guest_queue "$cap.sh" 150
     guest_wait 200 >"$work/guest.log" 2>&1
     guest_rc=$?
