@@ -198,12 +198,13 @@ guest_queue() {
   mv "$share/q/$guest_cell.part" "$share/q/$guest_cell"
 }
 
-# guest_ready SECONDS: true once the cell's port listens or its script has ended; false (the
-# guest is ended) if neither within SECONDS.
-guest_ready() {
+# guest_await NAME SECONDS: true once the cell's queue entry NAME (ready, rc: cell_runner.sh)
+# exists; false, and the guest is ended, if it has not appeared within SECONDS or the guest
+# stopped.
+guest_await() {
   local i
-  for ((i = 0; i < $1 * 20; i++)); do
-    [ -e "$share/q/$guest_cell.ready" ] && return 0
+  for ((i = 0; i < $2 * 20; i++)); do
+    [ -e "$share/q/$guest_cell.$1" ] && return 0
     guest_alive || break
     sleep 0.05
   done
@@ -211,15 +212,15 @@ guest_ready() {
   return 1
 }
 
+# guest_ready SECONDS: true once the cell's port listens or its script has ended; false (the
+# guest is ended) if neither within SECONDS.
+guest_ready() { guest_await ready "$1"; }
+
 # guest_wait SECONDS: prints the cell's output; its exit status is the cell script's (124, and
 # the guest is ended, if it did not end within SECONDS).
 guest_wait() {
-  local i rc=124
-  for ((i = 0; i < $1 * 20; i++)); do
-    [ -e "$share/q/$guest_cell.rc" ] && { rc=$(cat "$share/q/$guest_cell.rc"); break; }
-    guest_alive || break
-    sleep 0.05
-  done
+  local rc=124
+  guest_await rc "$1" && rc=$(cat "$share/q/$guest_cell.rc")
   cat "$share/q/$guest_cell.out" 2>/dev/null
   if [ "$rc" = 124 ]; then
     echo "siw_matrix: the guest side did not end within $1 s"
