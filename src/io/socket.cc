@@ -8,7 +8,9 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <algorithm>
 #include <climits>
+#include <cstdint>
 #include <cstring>
 
 #include "io/race_annotations.h"
@@ -127,6 +129,11 @@ std::size_t tcp_mss(int fd) {
   socklen_t len = sizeof mss;
   if (::getsockopt(fd, IPPROTO_TCP, TCP_MAXSEG, &mss, &len) != 0 || mss <= 0) return 0;
   return static_cast<std::size_t>(mss);
+}
+
+bool set_notsent_lowat(int fd, std::size_t bytes) {
+  const unsigned value = static_cast<unsigned>(std::min<std::size_t>(bytes, UINT32_MAX));
+  return ::setsockopt(fd, IPPROTO_TCP, TCP_NOTSENT_LOWAT, &value, sizeof value) == 0;
 }
 
 SocketAddress local_address(int fd) {

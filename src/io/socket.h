@@ -64,6 +64,9 @@ int socket_error(int fd);
 Status configure_stream(int fd);
 // The current TCP maximum segment size (TCP_MAXSEG); 0 if unknown.
 std::size_t tcp_mss(int fd);
+// Bounds the data the socket holds unsent (TCP_NOTSENT_LOWAT): once that much waits, sends
+// take no more and the socket is not reported writable. False if the kernel refused.
+bool set_notsent_lowat(int fd, std::size_t bytes);
 SocketAddress local_address(int fd);
 SocketAddress peer_address(int fd);
 

@@ -6,11 +6,22 @@
 #include <cstdlib>
 #include <future>
 
+#include "runtime/send_budget.h"
+
 namespace uwarp::runtime {
 
 std::chrono::microseconds Engine::default_spin() {
   const char* v = std::getenv("UWARP_SPIN_US");
   return std::chrono::microseconds(v != nullptr ? std::strtol(v, nullptr, 10) : 0);
+}
+
+std::size_t Engine::default_send_budget() {
+  const char* v = std::getenv("UWARP_SEND_BUDGET");
+  return v != nullptr ? std::strtoull(v, nullptr, 10) : kSendBudget;
+}
+
+std::size_t Engine::notsent_lowat() const {
+  return runtime::notsent_lowat(send_budget_, streams_.load(std::memory_order_relaxed));
 }
 
 Engine::Engine(std::chrono::microseconds spin) : backend_(io::make_backend()), spin_(spin) {

@@ -47,6 +47,15 @@ class Engine {
   // Keeps `object` alive until the engine thread has finished what it is doing.
   void retire(std::shared_ptr<void> object);
 
+  // The streams that transmit through this engine share its send budget (send_budget.h). Any
+  // thread; a stream counts itself once from its start until it lets go of its QP.
+  void stream_started() { streams_.fetch_add(1, std::memory_order_relaxed); }
+  void stream_ended() { streams_.fetch_sub(1, std::memory_order_relaxed); }
+  // Each stream's share now: its socket's TCP_NOTSENT_LOWAT, 0 for the kernel's default.
+  std::size_t notsent_lowat() const;
+  // UWARP_SEND_BUDGET (bytes) from the environment, else kSendBudget.
+  static std::size_t default_send_budget();
+
  private:
   void run();
   std::chrono::microseconds next_timeout();
@@ -60,6 +69,8 @@ class Engine {
   std::uint64_t next_timer_ = 1;
   std::atomic<bool> stop_{false};
   const std::chrono::microseconds spin_;
+  const std::size_t send_budget_ = default_send_budget();
+  std::atomic<std::size_t> streams_{0};
   std::thread::id thread_id_;
   std::thread thread_;
 };

@@ -40,6 +40,12 @@ Stream::Stream(Engine& engine, io::Fd fd, verbs::QueuePair& qp,
 Stream::~Stream() = default;
 
 void Stream::start(const verbs::LinkParams& params, ConstByteSpan early_bytes) {
+  {
+    // Counted before anything can end the stream, since unbinding the QP uncounts it.
+    std::lock_guard lock(mu_);
+    engine_.stream_started();
+    counted_ = true;
+  }
   if (Status s = engine_.backend().attach(fd_.get(), this); !s) {
     teardown(false, s.to_string());
     return;
@@ -99,6 +105,13 @@ void Stream::refresh_fpdu_size_locked() {
   }
 }
 
+void Stream::apply_send_share_locked() {
+  const std::size_t lowat = engine_.notsent_lowat();
+  if (lowat == notsent_lowat_) return;
+  notsent_lowat_ = lowat;
+  io::set_notsent_lowat(fd_.get(), lowat);  // best effort: without it TCP takes all it can
+}
+
 void Stream::tx_ready() {
   pump_tx_locked();
 }
@@ -135,6 +148,7 @@ void Stream::pump_tx_locked() {
     while (qp_ != nullptr && !send_armed_ && !write_shut_ && !torn_down_ && send_error_ == 0) {
       if (batch_.empty()) {
         refresh_fpdu_size_locked();
+        apply_send_share_locked();
         if (!qp_->tx_fill_locked(batch_)) break;
       }
       const long n = io::send_iov(fd_.get(), batch_.pending());
@@ -440,6 +454,8 @@ void Stream::cq_armed() {
 }
 
 void Stream::unbind_qp_locked() {
+  if (counted_) engine_.stream_ended();
+  counted_ = false;
   for (verbs::CompletionQueue*& cq : cqs_) {
     if (cq != nullptr) cq->remove_source(this);
     cq = nullptr;

@@ -135,6 +135,9 @@ class Stream final : public io::IoHandler,
   void lost_locked(bool graceful, const std::string& why);
   void teardown(bool graceful, const std::string& why);
   void refresh_fpdu_size_locked();
+  // Sets the socket's TCP_NOTSENT_LOWAT to this stream's share of the engine's send budget
+  // when that share has changed (QP lock held).
+  void apply_send_share_locked();
 
   Engine& engine_;
   io::Fd fd_;
@@ -171,6 +174,8 @@ class Stream final : public io::IoHandler,
   std::uint64_t rx_bytes_ = 0;
   std::uint64_t tx_bytes_ = 0;
   std::size_t mss_ = 0;
+  bool counted_ = false;           // counted in the engine's streams (send budget; mu_)
+  std::size_t notsent_lowat_ = 0;  // the share last set on the socket (0: the kernel's default)
   static constexpr std::chrono::milliseconds kMssRecheck{100};
   Clock::time_point mss_checked_{};  // when refresh_fpdu_size_locked last read the MSS
 };
