@@ -1,18 +1,13 @@
 // The send budget: how much data the streams of one engine may leave unsent in their sockets'
 // send buffers, shared out among them as each socket's TCP_NOTSENT_LOWAT. What a stream cannot
 // hand to TCP waits in its send queue, in the application's registered memory, as it would on
-// an RNIC with a finite transmit queue.
+// an RNIC with a finite transmit queue; a work request still completes once TCP has all of it.
 //
-// Why (docs/performance.md, "Scale"): without a bound, TCP takes up to its send buffer's size
-// (autotuned to 4 MiB here) of every stream's posted data. With many streams and deep send
-// queues, the receiving end cannot keep up with all of them at once: its receive windows close,
-// and each receive that opens one makes the kernel push the sender's queued data out in the
-// receiver's own system call (on loopback and between namespaces the sender's transmission and
-// the receiver's input processing then both run there), so the receiver slows down further and
-// the kernel's receive autotuning, which grows a buffer only for a reader that keeps up, keeps
-// the windows small. 1000 QPs with 64 Writes of 64 KiB posted on each reached 12-15 Gb/s, and
-// 37-41 Gb/s once each stream's unsent data was bounded to 32 KiB. One stream keeps the whole
-// budget, which is as much as its send buffer holds: a single stream is not held back.
+// Why: without a bound TCP takes up to a send buffer (4 MiB by default) of every stream's posted
+// data, and with many streams and deep send queues the receiving end falls behind, its windows
+// close, and each receive that opens one runs the sender's transmission too (loopback, veth).
+// 1000 QPs with 64 Writes of 64 KiB posted on each: 12-16 Gb/s without, 28-33 Gb/s with the
+// budget (docs/performance.md, "The send budget"; docs/threading.md).
 #pragma once
 
 #include <algorithm>
@@ -21,10 +16,11 @@
 
 namespace uwarp::runtime {
 
-// The default budget of one engine (UWARP_SEND_BUDGET overrides it; 0 turns the bound off).
+// The default budget of one engine (UWARP_SEND_BUDGET overrides it; 0 turns the bound off):
+// one or two streams keep at least a default send buffer's worth, so they are not held back.
 inline constexpr std::size_t kSendBudget = std::size_t{8} << 20;
-// No stream's share goes below this: a share is at least one 64 KiB message in flight (TCP
-// reports a socket writable again once its unsent data is below half its low-water mark).
+// No stream's share goes below this: the best of the fixed bounds measured with 1000 QPs
+// (32 KiB to 256 KiB); smaller ones were not tried.
 inline constexpr std::size_t kMinNotsentLowat = std::size_t{32} << 10;
 
 // The TCP_NOTSENT_LOWAT of each of `streams` streams that share `budget`: the budget divided
