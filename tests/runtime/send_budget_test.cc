@@ -8,23 +8,23 @@ namespace {
 constexpr std::size_t kKiB = 1024;
 constexpr std::size_t kMiB = 1024 * kKiB;
 
-TEST(SendBudget, OneOrTwoStreamsKeepAsMuchAsADefaultSendBuffer) {
-  EXPECT_EQ(notsent_lowat(kSendBudget, 0), 8 * kMiB);  // before the first stream counts itself
-  EXPECT_EQ(notsent_lowat(kSendBudget, 1), 8 * kMiB);
-  EXPECT_EQ(notsent_lowat(kSendBudget, 2), 4 * kMiB);
+TEST(SendBudget, OneStreamKeepsTheWholeBudget) {
+  EXPECT_EQ(notsent_lowat(kSendBudget, 0), 2 * kMiB);  // before the first stream counts itself
+  EXPECT_EQ(notsent_lowat(kSendBudget, 1), 2 * kMiB);
+  EXPECT_EQ(notsent_lowat(kSendBudget, 2), 1 * kMiB);
 }
 
 TEST(SendBudget, TheShareIsRoundedDownToAPowerOfTwo) {
-  EXPECT_EQ(notsent_lowat(kSendBudget, 3), 2 * kMiB);  // 2.67 MiB
-  EXPECT_EQ(notsent_lowat(kSendBudget, 4), 2 * kMiB);
-  EXPECT_EQ(notsent_lowat(kSendBudget, 5), 1 * kMiB);  // 1.6 MiB
-  EXPECT_EQ(notsent_lowat(kSendBudget, 17), 256 * kKiB);
-  EXPECT_EQ(notsent_lowat(kSendBudget, 64), 128 * kKiB);
+  EXPECT_EQ(notsent_lowat(kSendBudget, 3), 512 * kKiB);  // 683 KiB
+  EXPECT_EQ(notsent_lowat(kSendBudget, 4), 512 * kKiB);
+  EXPECT_EQ(notsent_lowat(kSendBudget, 5), 256 * kKiB);  // 410 KiB
+  EXPECT_EQ(notsent_lowat(kSendBudget, 17), 64 * kKiB);
+  EXPECT_EQ(notsent_lowat(kSendBudget, 32), 64 * kKiB);
   EXPECT_EQ(notsent_lowat(1000 * kKiB, 3), 256 * kKiB);  // 333 KiB
 }
 
 TEST(SendBudget, NoShareFallsBelowTheMinimum) {
-  EXPECT_EQ(notsent_lowat(kSendBudget, 256), kMinNotsentLowat);
+  EXPECT_EQ(notsent_lowat(kSendBudget, 64), kMinNotsentLowat);
   EXPECT_EQ(notsent_lowat(kSendBudget, 1001), kMinNotsentLowat);
   EXPECT_EQ(notsent_lowat(kSendBudget, 1'000'000), kMinNotsentLowat);
   EXPECT_EQ(notsent_lowat(1, 1), kMinNotsentLowat);  // a budget below the minimum
