@@ -40,18 +40,16 @@ Stream::Stream(Engine& engine, io::Fd fd, verbs::QueuePair& qp,
 Stream::~Stream() = default;
 
 void Stream::start(const verbs::LinkParams& params, ConstByteSpan early_bytes) {
-  {
-    // Counted before anything can end the stream, since unbinding the QP uncounts it.
-    std::lock_guard lock(mu_);
-    engine_.stream_started();
-    counted_ = true;
-  }
   if (Status s = engine_.backend().attach(fd_.get(), this); !s) {
     teardown(false, s.to_string());
     return;
   }
   std::lock_guard lock(mu_);
   std::lock_guard qlock(qp_->mutex());
+  // Counted from here until unbinding the QP uncounts it; before the first transmit below, so
+  // that the stream's first share counts itself.
+  engine_.stream_started();
+  counted_ = true;
   mss_ = io::tcp_mss(fd_.get());
   mss_checked_ = Clock::now();
   verbs::LinkParams p = params;
