@@ -16,8 +16,11 @@
 // recv; the stream that follows uses watch_readable).
 //
 // Threads: attach, recv, send, accept, connect_wait, watch_readable and wake may be called from
-// any thread; detach, run_once and shutdown only on the loop thread (the thread that calls
-// run_once). An attached fd is detached before it is closed.
+// any thread; detach, run_once and shutdown only on the loop thread. The loop thread is the one
+// that makes the backend (make_*_backend), and it also destroys it: a library's own thread,
+// never an application thread (the kernel interrupts the blocking system calls of every thread
+// that created or submitted to an io_uring when that ring is torn down; backend_uring.cc).
+// An attached fd is detached before it is closed.
 // Callbacks run on the loop thread, never inside the call that started the operation.
 #pragma once
 

@@ -14,7 +14,13 @@
 // (IORING_SETUP_SINGLE_ISSUER and DEFER_TASKRUN where the kernel has them: completions are
 // then processed when the loop thread waits, not by interrupting it). Operations started
 // elsewhere are queued under mu_ and submitted by the next run_once, which the starter wakes.
-// The ring is created disabled and enabled by the loop thread's first run_once.
+//
+// Ownership: the loop thread creates the ring (make_uring_backend), is its only submitter, and
+// destroys it. The kernel keeps a list of the threads that created or submitted to a ring, and
+// its teardown of the ring queues signal-like task work (TWA_SIGNAL) on each of them: a blocking
+// system call of such a thread (epoll_wait, poll, read) returns EINTR some milliseconds after
+// the ring was closed. Only the loop thread, which blocks all signals and expects that, may be
+// on that list; an application thread that opened and closed a device must never be.
 //
 // Each attach gets a new id; a completion carries the id and the operation (user_data), so that
 // one that arrives after detach (or for a reused fd number) is recognised and dropped. detach
@@ -25,7 +31,6 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
-#include <atomic>
 #include <cerrno>
 #include <cstring>
 #include <mutex>
@@ -56,10 +61,11 @@ std::uint64_t id_of(std::uint64_t user_data) { return user_data >> 8; }
 
 class UringBackend final : public IoBackend {
  public:
-  // `ring` was set up by make_uring_backend, disabled if `disabled` (IORING_SETUP_R_DISABLED:
-  // its single issuer becomes the thread that enables it, the loop thread).
-  UringBackend(const io_uring& ring, bool disabled)
-      : wake_fd_(::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)), ring_(ring), disabled_(disabled) {}
+  // `ring` was set up by make_uring_backend on this thread, which becomes the loop thread.
+  explicit UringBackend(const io_uring& ring)
+      : wake_fd_(::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)),
+        ring_(ring),
+        loop_thread_(std::this_thread::get_id()) {}
 
   ~UringBackend() override { io_uring_queue_exit(&ring_); }
 
@@ -183,8 +189,10 @@ class UringBackend final : public IoBackend {
   }
 
   std::size_t run_once(std::chrono::microseconds timeout) override {
-    loop_thread_.store(std::this_thread::get_id(), std::memory_order_relaxed);
-    if (!started_) start_ring();
+    if (!started_) {
+      started_ = true;
+      arm_wake();
+    }
     {
       std::lock_guard lock(mu_);
       requests_batch_.swap(requests_);
@@ -228,15 +236,7 @@ class UringBackend final : public IoBackend {
     Op op;
   };
 
-  bool on_loop_thread() const {
-    return std::this_thread::get_id() == loop_thread_.load(std::memory_order_relaxed);
-  }
-
-  void start_ring() {
-    if (disabled_) io_uring_enable_rings(&ring_);
-    started_ = true;
-    arm_wake();
-  }
+  bool on_loop_thread() const { return std::this_thread::get_id() == loop_thread_; }
 
   void arm_wake() {
     io_uring_sqe* sqe = get_sqe();
@@ -433,8 +433,8 @@ class UringBackend final : public IoBackend {
 
   Fd wake_fd_;
   io_uring ring_;
-  bool disabled_;
-  bool started_ = false;  // loop thread only
+  const std::thread::id loop_thread_;  // the thread that made the ring: its only submitter
+  bool started_ = false;               // loop thread only
   std::mutex mu_;
   std::unordered_map<int, std::uint64_t> ids_;      // attached fd -> its id (mu_)
   std::unordered_map<std::uint64_t, FdState> states_;  // by id, until its last completion (mu_)
@@ -445,7 +445,6 @@ class UringBackend final : public IoBackend {
   std::vector<std::uint64_t> immediate_batch_;  // loop thread only
   std::vector<Completion> deferred_;     // reaped during detach; dispatched next (loop thread)
   std::vector<Completion> completions_;  // loop thread only: being dispatched
-  std::atomic<std::thread::id> loop_thread_{};
 };
 
 }  // namespace
@@ -455,17 +454,16 @@ std::unique_ptr<IoBackend> make_uring_backend() {
   // seccomp): then nullptr. Linux 6.1 has all flags; older kernels get the ring without them.
   io_uring ring{};
   io_uring_params p{};
-  p.flags = IORING_SETUP_CQSIZE | IORING_SETUP_R_DISABLED | IORING_SETUP_SINGLE_ISSUER |
-            IORING_SETUP_DEFER_TASKRUN;
+  p.flags = IORING_SETUP_CQSIZE | IORING_SETUP_SINGLE_ISSUER | IORING_SETUP_DEFER_TASKRUN;
   p.cq_entries = kCompletionEntries;
   if (io_uring_queue_init_params(kRingEntries, &ring, &p) == 0) {
-    return std::make_unique<UringBackend>(ring, true);
+    return std::make_unique<UringBackend>(ring);
   }
   p = io_uring_params{};
   p.flags = IORING_SETUP_CQSIZE;
   p.cq_entries = kCompletionEntries;
   if (io_uring_queue_init_params(kRingEntries, &ring, &p) == 0) {
-    return std::make_unique<UringBackend>(ring, false);
+    return std::make_unique<UringBackend>(ring);
   }
   return nullptr;
 }

@@ -24,7 +24,7 @@ std::size_t Engine::notsent_lowat() const {
   return runtime::notsent_lowat(send_budget_, streams_.load(std::memory_order_relaxed));
 }
 
-Engine::Engine(std::chrono::microseconds spin) : backend_(io::make_backend()), spin_(spin) {
+Engine::Engine(std::chrono::microseconds spin) : spin_(spin) {
   std::promise<void> started;
   thread_ = std::thread([this, &started] {
     sigset_t all;
@@ -32,8 +32,11 @@ Engine::Engine(std::chrono::microseconds spin) : backend_(io::make_backend()), s
     pthread_sigmask(SIG_BLOCK, &all, nullptr);
     pthread_setname_np(pthread_self(), "uwarp-progress");
     thread_id_ = std::this_thread::get_id();
+    backend_ = io::make_backend();
     started.set_value();
     run();
+    last_wake_done_.acquire();
+    backend_.reset();
   });
   started.get_future().wait();
 }
@@ -41,6 +44,7 @@ Engine::Engine(std::chrono::microseconds spin) : backend_(io::make_backend()), s
 Engine::~Engine() {
   stop_.store(true, std::memory_order_release);
   backend_->wake();
+  last_wake_done_.release();
   thread_.join();
 }
 

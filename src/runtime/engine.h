@@ -3,7 +3,9 @@
 // elsewhere or spins on memory (docs/threading.md). It also runs posted tasks and timers.
 //
 // Threads: post(), add_timer() and stop() may be called from any thread; tasks, timers and I/O
-// callbacks run on the engine thread. The thread blocks all signals.
+// callbacks run on the engine thread. The thread blocks all signals. It also makes and destroys
+// the I/O backend (io/backend.h: the loop thread owns it from creation to teardown), so that
+// nothing the kernel ties to a ring's threads ever lands on an application thread.
 #pragma once
 
 #include <atomic>
@@ -14,6 +16,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <semaphore>
 #include <thread>
 #include <unordered_set>
 #include <vector>
@@ -61,7 +64,10 @@ class Engine {
   std::chrono::microseconds next_timeout();
   void run_timers();
 
-  std::unique_ptr<io::IoBackend> backend_;
+  std::unique_ptr<io::IoBackend> backend_;  // made and destroyed on the engine thread
+  // Released by the destructor once its last wake() has returned: only then may the engine
+  // thread destroy the backend.
+  std::binary_semaphore last_wake_done_{0};
   std::mutex mu_;
   std::vector<std::function<void()>> tasks_;
   std::multimap<Clock::time_point, std::uint64_t> timer_order_;

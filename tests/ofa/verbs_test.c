@@ -20,6 +20,7 @@
 #include <poll.h>
 #include <pthread.h>
 #include <stdint.h>
+#include <sys/epoll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -816,6 +817,29 @@ static void test_unsupported(struct ibv_context* ctx) {
   ibv_dealloc_pd(pd);
 }
 
+/* Opening and closing a device (fi_getinfo does it several times) must leave the calling
+ * thread's blocking system calls alone: its next epoll_wait waits as long as asked, without
+ * EINTR. */
+static void test_open_close_leaves_caller_alone(struct ibv_device* dev) {
+  for (int round = 0; round < 2; ++round) {
+    struct ibv_context* ctx = ibv_open_device(dev);
+    CHECK(ctx != NULL);
+    if (ctx == NULL) return;
+    CHECK_ERR(ibv_close_device(ctx), 0);
+    int epoll_fd = epoll_create1(EPOLL_CLOEXEC);
+    CHECK(epoll_fd >= 0);
+    struct epoll_event event;
+    double start = now_ms();
+    int n = epoll_wait(epoll_fd, &event, 1, 250);
+    if (n != 0) {
+      fprintf(stderr, "epoll_wait after ibv_close_device: %d (%s) after %.1f ms\n", n,
+              n < 0 ? strerror(errno) : "an event", now_ms() - start);
+    }
+    CHECK(n == 0);
+    close(epoll_fd);
+  }
+}
+
 int main(void) {
   struct ibv_device** list = NULL;
   struct ibv_device* dev = test_device_list(&list);
@@ -824,6 +848,7 @@ int main(void) {
     return 1;
   }
   CHECK_NULL_ERRNO(ibv_open_device(NULL), ENODEV);
+  test_open_close_leaves_caller_alone(dev);
   struct ibv_context* ctx = ibv_open_device(dev);
   CHECK(ctx != NULL);
   if (ctx == NULL) return 1;
