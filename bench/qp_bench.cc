@@ -63,8 +63,9 @@ class Pair {
     }
   }
 
-  // One message from A to B; false if anything failed.
-  bool message(WrOpcode op, std::size_t size) {
+  // One message from A to B; false if anything failed. Not inlined, so that
+  // bench/count-instructions can count the instructions of each call.
+  [[gnu::noinline]] bool message(WrOpcode op, std::size_t size) {
     if (op == WrOpcode::kSend) {
       RecvWr rwr;
       Sge rsge{dst_->iova, static_cast<std::uint32_t>(size), dst_->stag};
