@@ -1,5 +1,6 @@
 // QueuePair: application calls, the verbs state machine, completions and flush rules.
-// The receive path is in queue_pair_rx.cc, the transmit path in queue_pair_tx.cc.
+// What the protocol engine asks of the QP (proto::RdmapPort) is in queue_pair_rx.cc (memory and
+// receives for inbound messages, Terminates) and queue_pair_tx.cc (the send queue).
 #include "verbs/queue_pair.h"
 
 #include <algorithm>
@@ -17,7 +18,6 @@ QueuePair::QueuePair(Device& device, const QpConfig& config)
                                              config_.caps.max_recv_sge);
     rq_ = own_rq_.get();
   }
-  gather_.reserve(16);
   rx_scatter_.reserve(16);
   if (config_.pd != nullptr) config_.pd->users.fetch_add(1);
 }
@@ -73,11 +73,9 @@ Status QueuePair::modify_state(QpState target) {
       if (link_ != nullptr) link_->shutdown_requested();
       sq_.clear();
       sq_next_ = 0;
-      orq_.clear();
-      irq_.clear();
       if (own_rq_) own_rq_->drain();
-      reader_.reset();
-      receiver_.reset();
+      // The engine stays until the next attach: a Terminate it queued may still go out; it
+      // receives nothing more (rx_open_locked).
       state_ = QpState::kReset;
       break;
     default: {
@@ -186,29 +184,24 @@ Status QueuePair::post_recv(const RecvWr& wr) {
 }
 
 void QueuePair::attach_link_locked(QpLink* link, const LinkParams& p) {
-  // A new stream: every per-stream counter starts afresh (RFC 5041: MSNs start at 1), also
-  // for a QP used before and taken back through RESET.
-  send_msn_ = read_msn_ = term_msn_ = 1;
-  terminate_queued_ = terminate_started_ = false;
-  segmenter_ = proto::MessageSegmenter{};
-  segmenting_terminate_ = false;
-  rtr_read_pending_ = false;
+  // A new stream: a new engine, so every per-stream counter starts afresh (RFC 5041: MSNs
+  // start at 1), also for a QP used before and taken back through RESET.
   disconnecting_ = false;
-  nudge_pending_ = false;
   rx_recv_ = ActiveReceive{};
   link_ = link;
-  crc_ = p.crc;
   ird_ = p.ird;
   ord_ = p.ord;
-  max_ulpdu_ = p.max_ulpdu;
-  send_rtr_ = p.send_rtr;
-  awaiting_rtr_ = p.expect_rtr != proto::RtrType::kNone;
-  receiver_ = std::make_unique<proto::RdmapReceiver>(*this, ird_);
-  receiver_->expect_rtr(p.expect_rtr);
-  reader_ = std::make_unique<proto::FpduReader>(*receiver_, crc_);
+  proto::RdmapEngine::Params ep;
+  ep.crc = p.crc;
+  ep.ird = p.ird;
+  ep.ord = p.ord;
+  ep.send_rtr = p.send_rtr;
+  ep.expect_rtr = p.expect_rtr;
+  ep.max_ulpdu = p.max_ulpdu;
+  engine_ = std::make_unique<proto::RdmapEngine>(static_cast<proto::RdmapPort&>(*this), ep);
   if (state_ == QpState::kReset) state_ = QpState::kInit;
   state_ = QpState::kRts;
-  if (send_rtr_ != proto::RtrType::kNone || !sq_.empty()) link_->tx_ready();
+  if (p.send_rtr != proto::RtrType::kNone || !sq_.empty()) link_->tx_ready();
 }
 
 void QueuePair::detach_link_locked() {
@@ -216,8 +209,8 @@ void QueuePair::detach_link_locked() {
 }
 
 void QueuePair::queue_nudge_locked() {
-  if (state_ != QpState::kRts) return;
-  nudge_pending_ = true;
+  if (state_ != QpState::kRts || !engine_) return;
+  engine_->queue_nudge();
   if (link_ != nullptr) link_->tx_ready();
 }
 
@@ -312,7 +305,7 @@ void QueuePair::enter_error(std::optional<WcStatus> first_status, std::uint32_t 
   state_ = QpState::kError;
   // Before any completion tells the application its memory is free again.
   if (link_ != nullptr) link_->tx_abandon();
-  segmenter_ = proto::MessageSegmenter{};
+  if (engine_) engine_->abandon();
   bool first = true;
   for (std::size_t i = 0; i < sq_.size(); ++i) {
     SqEntry& e = sq_[i];
@@ -332,9 +325,6 @@ void QueuePair::enter_error(std::optional<WcStatus> first_status, std::uint32_t 
     e.phase = Phase::kDone;
     e.mrs.clear();
   }
-  orq_.clear();
-  irq_.clear();
-  responding_ = InboundRead{};
   complete_in_order();
   flush_receive_side();
 }

@@ -1,12 +1,13 @@
-// A reliable-connected queue pair over one iWARP stream: the send queue (work requests in order,
-// segmented into FPDUs; RDMA Reads bounded by ORD; fences), the receive side (placement of
-// inbound Writes, Sends and Read Responses into registered memory, Read Requests answered
-// without the application), the verbs state machine and its flush rules, and Terminate
-// generation and reception (RFC 5040 sections 5-7, RFC 5041 sections 5-7).
+// A reliable-connected queue pair: its send and receive queues, the verbs state machine and
+// its flush rules, completions, and protection (every local and remote access checked against
+// the PD's registered memory). The protocol of the connection it is bound to (FPDUs, RDMAP
+// rules, the transmit order, Terminates) is a proto::RdmapEngine that the QP owns while bound,
+// and that reaches the queues and memory through the proto::RdmapPort the QP implements.
 //
 // Locking: every method whose name ends in _locked requires mutex() to be held; the others take
 // it themselves. The runtime holds it while it feeds received bytes or fills a transmit batch,
-// so a QP is driven by one thread at a time. Completions are pushed to the CQs under the lock.
+// so a QP and its engine are driven by one thread at a time. Completions are pushed to the CQs
+// under the lock.
 #pragma once
 
 #include <array>
@@ -19,8 +20,7 @@
 #include <vector>
 
 #include "base/slot_ring.h"
-#include "proto/fpdu_reader.h"
-#include "proto/rdmap_receiver.h"
+#include "proto/rdmap_engine.h"
 #include "proto/rtr.h"
 #include "proto/tx_batch.h"
 #include "uwarp/status.h"
@@ -66,7 +66,7 @@ class QpLink {
   virtual void tx_abandon() = 0;
 };
 
-class QueuePair final : public proto::RxDelegate {
+class QueuePair final : private proto::RdmapPort {
  public:
   QueuePair(Device& device, const QpConfig& config);
   ~QueuePair() override;
@@ -92,25 +92,27 @@ class QueuePair final : public proto::RxDelegate {
   void attach_link_locked(QpLink* link, const LinkParams& params);
   void detach_link_locked();
   bool has_link_locked() const { return link_ != nullptr; }
-  void set_max_ulpdu_locked(std::size_t max_ulpdu) { max_ulpdu_ = max_ulpdu; }
+  void set_max_ulpdu_locked(std::size_t max_ulpdu) {
+    if (engine_) engine_->set_max_ulpdu(max_ulpdu);
+  }
   // Queues one zero-length RDMA Write to STag 1, TO 0 (the RFC 6581 RTR Write), at the next
   // message boundary. It touches no memory at the peer; runtime::Stream uses it to wake a Linux
   // siw responder that missed the first FPDUs of a connection (docs/interop.md).
   void queue_nudge_locked();
 
-  // Receive path: bytes from the stream. After a protocol violation the QP queues a Terminate
-  // and rx_open_locked() turns false.
-  ByteSpan rx_direct_target_locked();
-  void rx_commit_locked(std::size_t n);
+  // Receive path: bytes from the stream (proto::RdmapEngine). After a protocol violation the
+  // QP queues a Terminate and rx_open_locked() turns false.
+  ByteSpan rx_direct_target_locked() { return engine_ ? engine_->direct_target() : ByteSpan{}; }
+  void rx_commit_locked(std::size_t n) { engine_->commit_direct(n); }
   std::size_t rx_feed_locked(ConstByteSpan bytes);
   bool rx_open_locked() const;
   // No FPDU is partly received (an end of stream here is an orderly close).
-  bool rx_at_boundary_locked() const { return !reader_ || reader_->at_boundary(); }
+  bool rx_at_boundary_locked() const { return !engine_ || engine_->rx_at_boundary(); }
 
   // Transmit path: appends FPDUs to `batch`; returns true if it added any.
   bool tx_fill_locked(proto::TxBatch& batch);
   // A message queued by tx_fill_locked has been handed to TCP completely.
-  void tx_sent_locked(std::uint64_t cookie);
+  void tx_sent_locked(std::uint64_t cookie) { engine_->sent(cookie); }
 
   // The stream ended: graceful (EOF at an FPDU boundary after a disconnect) or not.
   void link_lost_locked(bool graceful, const std::string& why);
@@ -132,9 +134,6 @@ class QueuePair final : public proto::RxDelegate {
     std::vector<ByteSpan> spans;       // resolved local memory (read: the sink)
     std::vector<MemoryRegionRef> mrs;  // kept alive while the WR is in flight
     std::uint32_t length = 0;
-    std::uint32_t sink_stag = 0;  // RDMA Read: the advertised sink
-    std::uint64_t sink_to = 0;
-    std::uint32_t response_bytes = 0;
     Phase phase = Phase::kQueued;
     WcStatus status = WcStatus::kSuccess;
     std::uint32_t vendor_err = 0;  // the peer's Terminate control word, for the WR it failed
@@ -153,38 +152,32 @@ class QueuePair final : public proto::RxDelegate {
       *this = std::move(fresh);
     }
   };
-  struct InboundRead {
-    std::uint32_t sink_stag = 0;
-    std::uint64_t sink_to = 0;
-    ByteSpan source;
-    MemoryRegionRef mr;
-  };
-
-  // RxDelegate.
-  proto::ScatterResult resolve_write(std::uint32_t stag, std::uint64_t to,
+  // proto::RdmapPort.
+  proto::ScatterResult resolve_write(std::uint32_t stag, std::uint64_t offset,
                                      std::size_t length) override;
-  proto::ScatterResult resolve_read_response(std::uint32_t stag, std::uint64_t to,
-                                             std::size_t length) override;
-  std::optional<wire::TerminateCode> read_response_complete() override;
   proto::ScatterResult resolve_receive(std::uint32_t msn, std::uint32_t mo, std::size_t length,
                                        bool first_segment) override;
   std::optional<wire::TerminateCode> receive_complete(const proto::InboundSend& send) override;
-  std::optional<wire::TerminateCode> read_request(const wire::ReadRequest& request) override;
+  Expected<proto::ReadSource, wire::TerminateCode> resolve_read_source(
+      std::uint32_t stag, std::uint64_t offset, std::uint32_t length) override;
+  proto::ScatterResult resolve_read_sink(std::uint64_t seq, std::size_t offset,
+                                         std::size_t length) override;
+  void read_complete(std::uint64_t seq) override;
+  bool peek_request(proto::OutboundRequest& next) override;
+  bool start_request(proto::OutboundRequest& r, std::vector<ConstByteSpan>& payload) override;
+  void request_sent(std::uint64_t seq) override;
+  void terminate_queued(const wire::TerminateCode& code) override;
   void terminate_received(const wire::TerminateMessage& message) override;
+  void terminate_sent() override;
   void rtr_received() override;
 
-  // Transmit helpers.
   // Validates and queues one request; kick: the link is to be told (once, by the caller).
   Status post_send_locked(const SendWr& wr, bool& kick);
-  bool next_message(proto::MessageSegmenter::Message& m);
-  bool start_sq_entry(SqEntry& e, proto::MessageSegmenter::Message& m);
   SqEntry* find_sq(std::uint64_t seq);
   void complete_in_order();
   void push_send_completion(const SqEntry& e);
 
   // Errors.
-  void handle_rx_failure();
-  void queue_terminate(const wire::TerminateMessage& message);
   void enter_error(std::optional<WcStatus> first_status, std::uint32_t vendor_err);
   void flush_receive_side();
   void report(AsyncEventType type, const std::string& detail);
@@ -209,19 +202,12 @@ class QueuePair final : public proto::RxDelegate {
   std::unique_ptr<ReceiveQueue> own_rq_;
   ReceiveQueue* rq_;
 
-  // Stream.
+  // The connection: its link to the runtime and its protocol engine (while bound).
   QpLink* link_ = nullptr;
-  bool crc_ = false;
   std::uint16_t ird_ = 0;
   std::uint16_t ord_ = 0;
-  std::size_t max_ulpdu_ = 1442;
-  std::unique_ptr<proto::RdmapReceiver> receiver_;
-  std::unique_ptr<proto::FpduReader> reader_;
-  proto::RtrType send_rtr_ = proto::RtrType::kNone;
-  bool awaiting_rtr_ = false;      // responder: no transmission before the peer's RTR
-  bool rtr_read_pending_ = false;  // initiator: our zero-length RTR Read awaits its response
+  std::unique_ptr<proto::RdmapEngine> engine_;
   bool disconnecting_ = false;
-  bool nudge_pending_ = false;
 
   // Send queue: entries from the oldest not yet completed; sq_next_ indexes the next to send.
   SlotRing<SqEntry> sq_;
@@ -230,30 +216,6 @@ class QueuePair final : public proto::RxDelegate {
   // Inline data of requests flushed while in flight: the transmit batch may still point at it
   // and is sent out after an error (a Terminate may follow it), so it lives as long as the QP.
   std::vector<std::vector<std::uint8_t>> retired_inline_;
-  std::deque<std::uint64_t> orq_;  // RDMA Reads awaiting their response, oldest first
-  std::uint32_t send_msn_ = 1;     // next MSN on queue 0
-  std::uint32_t read_msn_ = 1;     // next MSN on queue 1
-  std::uint32_t term_msn_ = 1;     // next MSN on queue 2
-
-  // Inbound Read Requests being answered.
-  std::deque<InboundRead> irq_;
-  InboundRead responding_;
-
-  // Terminate to send (once), then the stream closes.
-  bool terminate_queued_ = false;
-  bool terminate_started_ = false;
-  std::array<std::uint8_t, wire::kTerminateMaxSize> terminate_body_{};
-  std::size_t terminate_size_ = 0;
-
-  // Transmit: the message being segmented, its body and gather list.
-  proto::MessageSegmenter segmenter_;
-  bool segmenting_terminate_ = false;
-  // Read Request bodies: the batch's iovecs point at them until it is sent, and a batch can
-  // hold several Read Requests, so each gets its own slot (a batch has at most kMaxFpdus).
-  std::array<std::array<std::uint8_t, wire::kReadRequestSize>, proto::TxBatch::kMaxFpdus>
-      read_request_bodies_{};
-  std::size_t next_read_request_body_ = 0;
-  std::vector<ConstByteSpan> gather_;
 
   // Receive scratch.
   struct ActiveReceive {

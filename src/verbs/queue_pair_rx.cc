@@ -1,6 +1,7 @@
-// QueuePair receive path: placement of inbound segments (RFC 5041 section 5, RFC 5040 section
-// 5) and the Terminate table of docs/interop.md. The RDMAP rules themselves (versions, opcodes,
-// MSN/MO) are checked by proto::RdmapReceiver before these calls.
+// QueuePair receive side, as the protocol engine asks for it (proto::RdmapPort): where inbound
+// segments go (RFC 5041 section 5, RFC 5040 section 5: registered memory checked for the access,
+// the next receive), receive completions, and what a Terminate does to the QP (docs/interop.md).
+// The RDMAP rules themselves (versions, opcodes, MSN/MO, the Read queues) are the engine's.
 #include <algorithm>
 #include <cstdio>
 
@@ -52,23 +53,13 @@ wire::TerminateCode read_source_error(AccessError e) {
 
 }  // namespace
 
-ByteSpan QueuePair::rx_direct_target_locked() { return reader_ ? reader_->direct_target() : ByteSpan{}; }
-
-void QueuePair::rx_commit_locked(std::size_t n) {
-  reader_->commit_direct(n);
-  if (reader_->failed()) handle_rx_failure();
-}
-
 std::size_t QueuePair::rx_feed_locked(ConstByteSpan bytes) {
   if (!rx_open_locked()) return bytes.size();
-  const std::size_t n = reader_->feed(bytes);
-  if (reader_->failed()) handle_rx_failure();
-  return n;
+  return engine_->feed(bytes);
 }
 
 bool QueuePair::rx_open_locked() const {
-  return reader_ && !reader_->failed() && !receiver_->terminated() && !terminate_queued_ &&
-         state_ != QpState::kError;
+  return engine_ && engine_->rx_open() && state_ != QpState::kError && state_ != QpState::kReset;
 }
 
 proto::ScatterResult QueuePair::resolve_write(std::uint32_t stag, std::uint64_t to, std::size_t length) {
@@ -80,37 +71,22 @@ proto::ScatterResult QueuePair::resolve_write(std::uint32_t stag, std::uint64_t 
   return proto::Scatter(rx_scatter_);
 }
 
-proto::ScatterResult QueuePair::resolve_read_response(std::uint32_t stag, std::uint64_t to, std::size_t length) {
-  if (rtr_read_pending_) {
-    // The answer to our own zero-length RTR Read.
-    if (length != 0) return Unexpected{term::kDdpTaggedBaseBounds};
-    return proto::Scatter{};
-  }
-  SqEntry* e = orq_.empty() ? nullptr : find_sq(orq_.front());
-  if (e == nullptr || stag != e->sink_stag) return Unexpected{term::kDdpTaggedInvalidStag};
-  if (to < e->sink_to || to - e->sink_to + length > e->length) return Unexpected{term::kDdpTaggedBaseBounds};
-  if (!slice(e->spans, static_cast<std::size_t>(to - e->sink_to), length, rx_scatter_)) {
+proto::ScatterResult QueuePair::resolve_read_sink(std::uint64_t seq, std::size_t offset,
+                                                  std::size_t length) {
+  SqEntry* e = find_sq(seq);
+  if (e == nullptr || !slice(e->spans, offset, length, rx_scatter_)) {
     return Unexpected{term::kDdpTaggedBaseBounds};
   }
-  e->response_bytes += static_cast<std::uint32_t>(length);
   return proto::Scatter(rx_scatter_);
 }
 
-std::optional<wire::TerminateCode> QueuePair::read_response_complete() {
-  if (rtr_read_pending_) {
-    rtr_read_pending_ = false;
-    return std::nullopt;
-  }
-  SqEntry* e = orq_.empty() ? nullptr : find_sq(orq_.front());
-  if (e == nullptr) return term::kDdpTaggedInvalidStag;
-  if (e->response_bytes != e->length) return term::kDdpTaggedBaseBounds;  // a short Read Response
-  orq_.pop_front();
+void QueuePair::read_complete(std::uint64_t seq) {
+  SqEntry* e = find_sq(seq);
+  if (e == nullptr) return;
   e->phase = Phase::kDone;
   e->status = WcStatus::kSuccess;
   e->mrs.clear();
   complete_in_order();
-  if (link_ != nullptr) link_->tx_ready();  // a fence or ORD may have held the send queue
-  return std::nullopt;
 }
 
 proto::ScatterResult QueuePair::resolve_receive(std::uint32_t /*msn*/, std::uint32_t mo, std::size_t length,
@@ -164,20 +140,13 @@ std::optional<wire::TerminateCode> QueuePair::receive_complete(const proto::Inbo
   return std::nullopt;
 }
 
-std::optional<wire::TerminateCode> QueuePair::read_request(const wire::ReadRequest& rr) {
-  InboundRead in;
-  in.sink_stag = rr.sink_stag;
-  in.sink_to = rr.sink_to;
-  if (rr.size > 0) {
-    in.mr = device_.stags().find(rr.source_stag);
-    if (!in.mr) return term::kRdmapInvalidStag;
-    auto r = in.mr->resolve(config_.pd, rr.source_to, rr.size, access::kRemoteRead);
-    if (!r) return read_source_error(r.error());
-    in.source = *r;
-  }
-  irq_.push_back(std::move(in));
-  if (link_ != nullptr) link_->tx_ready();
-  return std::nullopt;
+Expected<proto::ReadSource, wire::TerminateCode> QueuePair::resolve_read_source(
+    std::uint32_t stag, std::uint64_t offset, std::uint32_t length) {
+  MemoryRegionRef mr = device_.stags().find(stag);
+  if (!mr) return Unexpected{term::kRdmapInvalidStag};
+  auto r = mr->resolve(config_.pd, offset, length, access::kRemoteRead);
+  if (!r) return Unexpected{read_source_error(r.error())};
+  return proto::ReadSource{*r, std::move(mr)};
 }
 
 void QueuePair::terminate_received(const wire::TerminateMessage& m) {
@@ -196,35 +165,18 @@ void QueuePair::terminate_received(const wire::TerminateMessage& m) {
 }
 
 void QueuePair::rtr_received() {
-  awaiting_rtr_ = false;
-  if (link_ != nullptr) {
-    link_->rtr_received();
-    link_->tx_ready();
-  }
+  if (link_ != nullptr) link_->rtr_received();
 }
 
-void QueuePair::handle_rx_failure() {
-  if (terminate_queued_) return;
-  const proto::RxFailure& f = *reader_->failure();
-  wire::TerminateMessage m;
-  m.code = f.code;
-  if (f.have_header) {
-    m.has_segment_length = true;
-    m.segment_length = f.ulpdu_length;
-    m.ddp_header = ConstByteSpan(f.header.data(), f.header_size);
-    if (f.have_rdmap_header) m.rdmap_header = ConstByteSpan(f.rdmap_header.data(), f.rdmap_header.size());
-  }
-  queue_terminate(m);
-}
-
-void QueuePair::queue_terminate(const wire::TerminateMessage& m) {
-  terminate_size_ = wire::encode_terminate(m, terminate_body_);
-  terminate_queued_ = true;
-  const bool access = m.code.layer != wire::TermLayer::kLlp && m.code.etype == 1;
+void QueuePair::terminate_queued(const wire::TerminateCode& code) {
+  const bool access = code.layer != wire::TermLayer::kLlp && code.etype == 1;
   enter_error(std::nullopt, 0);
   report(access ? AsyncEventType::kQpAccessError : AsyncEventType::kQpFatal,
-         "sent Terminate " + wire::describe(m.code));
-  if (link_ != nullptr) link_->tx_ready();
+         "sent Terminate " + wire::describe(code));
+}
+
+void QueuePair::terminate_sent() {
+  if (link_ != nullptr) link_->shutdown_requested();
 }
 
 }  // namespace uwarp::verbs

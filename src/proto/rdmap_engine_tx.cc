@@ -1,0 +1,184 @@
+// RdmapEngine transmit side: which message goes next (a pending Terminate, our RTR, a nudge,
+// Read Responses, then the send queue in order, held by fences and ORD), its DDP header and
+// MSN, and what happens once TCP has taken it (RFC 5040 sections 5.1-5.3, RFC 6581 section 3;
+// completions as Linux siw: a Send or Write completes once TCP has all of it, an RDMA Read when
+// its response has arrived).
+#include "proto/rdmap_engine.h"
+
+namespace uwarp::proto {
+namespace {
+
+// A batch cookie: what kind of message ended, and for the send queue which request.
+enum class CookieKind : std::uint64_t { kRequest = 0, kReadResponse = 1, kTerminate = 2, kRtr = 3 };
+constexpr int kKindShift = 60;
+constexpr std::uint64_t make_cookie(CookieKind k, std::uint64_t seq = 0) {
+  return (static_cast<std::uint64_t>(k) << kKindShift) | seq;
+}
+constexpr CookieKind cookie_kind(std::uint64_t c) { return static_cast<CookieKind>(c >> kKindShift); }
+constexpr std::uint64_t cookie_seq(std::uint64_t c) {
+  return c & ((std::uint64_t{1} << kKindShift) - 1);
+}
+
+wire::DdpHeader untagged(wire::RdmapOpcode op, std::uint32_t queue, std::uint32_t msn) {
+  wire::DdpHeader h;
+  h.tagged = false;
+  h.opcode = static_cast<std::uint8_t>(op);
+  h.queue = queue;
+  h.msn = msn;
+  return h;
+}
+
+wire::DdpHeader tagged(wire::RdmapOpcode op, std::uint32_t stag, std::uint64_t to) {
+  wire::DdpHeader h;
+  h.tagged = true;
+  h.opcode = static_cast<std::uint8_t>(op);
+  h.stag = stag;
+  h.tagged_offset = to;
+  return h;
+}
+
+wire::RdmapOpcode send_opcode(const OutboundRequest& r) {
+  if (r.kind == OutboundRequest::Kind::kSendInvalidate) {
+    return r.solicited ? wire::RdmapOpcode::kSendSeInvalidate : wire::RdmapOpcode::kSendInvalidate;
+  }
+  return r.solicited ? wire::RdmapOpcode::kSendSe : wire::RdmapOpcode::kSend;
+}
+
+}  // namespace
+
+bool RdmapEngine::fill(TxBatch& batch, TxGate gate) {
+  bool added = false;
+  while (true) {
+    if (!segmenter_.active()) {
+      MessageSegmenter::Message m;
+      if (!next_message(m, gate)) break;
+      segmenter_.start(m);
+    }
+    const std::size_t before = batch.pending_bytes();
+    const bool done = segmenter_.fill(batch, max_ulpdu_, crc_);
+    added = added || batch.pending_bytes() != before;
+    if (!done) break;  // the batch is full
+  }
+  return added;
+}
+
+ConstByteSpan RdmapEngine::encode_read_request(const wire::ReadRequest& rr) {
+  auto& body = read_request_bodies_[next_read_request_body_++ % read_request_bodies_.size()];
+  wire::encode_read_request(rr, body);
+  return ConstByteSpan(body);
+}
+
+bool RdmapEngine::next_message(MessageSegmenter::Message& m, TxGate gate) {
+  gather_.clear();
+  if (terminate_queued_) {
+    if (terminate_started_) return false;
+    terminate_started_ = true;
+    gather_.push_back(ConstByteSpan(terminate_body_.data(), terminate_size_));
+    m.header = untagged(wire::RdmapOpcode::kTerminate, wire::kQueueTerminate, term_msn_++);
+    m.gather = gather_;
+    m.length = terminate_size_;
+    m.cookie = make_cookie(CookieKind::kTerminate);
+    return true;
+  }
+  if (!gate.responses) return false;
+  if (send_rtr_ != RtrType::kNone) {
+    // RFC 6581: the initiator's first message is the zero-length RTR the responder chose.
+    switch (send_rtr_) {
+      case RtrType::kWrite:
+        m.header = tagged(wire::RdmapOpcode::kRdmaWrite, kRtrStag, 0);
+        break;
+      case RtrType::kRead: {
+        wire::ReadRequest rr;
+        rr.source_stag = kRtrStag;
+        gather_.push_back(encode_read_request(rr));
+        m.header = untagged(wire::RdmapOpcode::kReadRequest, wire::kQueueReadRequest, read_msn_++);
+        m.length = wire::kReadRequestSize;
+        rtr_read_pending_ = true;
+        break;
+      }
+      default:
+        m.header = untagged(wire::RdmapOpcode::kSend, wire::kQueueSend, send_msn_++);
+        break;
+    }
+    send_rtr_ = RtrType::kNone;
+    m.gather = gather_;
+    m.cookie = make_cookie(CookieKind::kRtr);
+    return true;
+  }
+  if (awaiting_rtr_) return false;
+  if (nudge_pending_) {
+    nudge_pending_ = false;
+    m.header = tagged(wire::RdmapOpcode::kRdmaWrite, kRtrStag, 0);
+    m.gather = gather_;
+    m.cookie = make_cookie(CookieKind::kRtr);
+    return true;
+  }
+  if (!irq_.empty()) {
+    responding_ = std::move(irq_.front());
+    irq_.pop_front();
+    if (!responding_.source.bytes.empty()) gather_.push_back(responding_.source.bytes);
+    m.header = tagged(wire::RdmapOpcode::kReadResponse, responding_.sink_stag,
+                      responding_.sink_offset);
+    m.gather = gather_;
+    m.length = responding_.source.bytes.size();
+    m.cookie = make_cookie(CookieKind::kReadResponse);
+    return true;
+  }
+  if (!gate.requests) return false;
+  return next_request(m);
+}
+
+bool RdmapEngine::next_request(MessageSegmenter::Message& m) {
+  OutboundRequest& r = request_;
+  if (!port_.peek_request(r)) return false;
+  const bool read = r.kind == OutboundRequest::Kind::kRead;
+  if (r.fence && !orq_.empty()) return false;
+  if (read && orq_.size() >= ord_) return false;
+  if (!port_.start_request(r, gather_)) return false;
+  m.length = r.length;
+  m.cookie = make_cookie(CookieKind::kRequest, r.seq);
+  switch (r.kind) {
+    case OutboundRequest::Kind::kSend:
+    case OutboundRequest::Kind::kSendInvalidate:
+      m.header = untagged(send_opcode(r), wire::kQueueSend, send_msn_++);
+      if (r.kind == OutboundRequest::Kind::kSendInvalidate) m.header.ulp_reserved = r.invalidate_stag;
+      break;
+    case OutboundRequest::Kind::kWrite:
+      m.header = tagged(wire::RdmapOpcode::kRdmaWrite, r.remote_stag, r.remote_offset);
+      break;
+    case OutboundRequest::Kind::kRead: {
+      wire::ReadRequest rr;
+      rr.sink_stag = r.sink_stag;
+      rr.sink_to = r.sink_offset;
+      rr.size = r.length;
+      rr.source_stag = r.remote_stag;
+      rr.source_to = r.remote_offset;
+      gather_.push_back(encode_read_request(rr));
+      m.header = untagged(wire::RdmapOpcode::kReadRequest, wire::kQueueReadRequest, read_msn_++);
+      m.length = wire::kReadRequestSize;
+      orq_.push_back(OutboundRead{r.seq, r.sink_stag, r.sink_offset, r.length, 0});
+      break;
+    }
+  }
+  m.gather = gather_;
+  return true;
+}
+
+void RdmapEngine::sent(std::uint64_t cookie) {
+  switch (cookie_kind(cookie)) {
+    case CookieKind::kRequest:
+      port_.request_sent(cookie_seq(cookie));
+      return;
+    case CookieKind::kReadResponse:
+      responding_ = InboundRead{};
+      receiver_.read_response_sent();
+      return;
+    case CookieKind::kTerminate:
+      port_.terminate_sent();
+      return;
+    case CookieKind::kRtr:
+      return;
+  }
+}
+
+}  // namespace uwarp::proto
