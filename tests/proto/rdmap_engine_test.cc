@@ -1,0 +1,418 @@
+// proto::RdmapEngine without sockets and without verbs: two engines back to back over a byte
+// stream that is cut into pieces of every size (and received straight into place where the
+// engine offers a target), each engine's port a plain-memory stand-in for a QP. Covers the
+// transmit order (fences, ORD, RTR first), Read Responses matched to Reads, and the Terminate
+// paths: a violation queues exactly one Terminate, which the peer receives and reports.
+#include "proto/rdmap_engine.h"
+
+#include <deque>
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "proto/proto_test_util.h"
+
+namespace uwarp::proto {
+namespace {
+
+using testing::Bytes;
+using testing::pattern;
+namespace term = wire::term;
+
+// A tagged buffer of the fake port.
+struct Buffer {
+  std::uint64_t base = 0;  // Tagged Offset of bytes[0]
+  Bytes bytes;
+  bool remote_write = true;
+  bool remote_read = true;
+};
+
+// A posted request: what peek/start report, plus its memory.
+struct Posted {
+  OutboundRequest request;
+  Bytes payload;      // Send, Write
+  Bytes* sink = nullptr;  // Read
+};
+
+// RdmapPort over plain memory, recording what the engine reports.
+class FakePort final : public RdmapPort {
+ public:
+  std::map<std::uint32_t, Buffer> buffers;
+  std::deque<Bytes> receives;          // posted receive buffers, in order
+  std::vector<Bytes> received;         // completed receives, trimmed to their length
+  std::vector<InboundSend> sends;      // their descriptions
+  std::deque<Posted> sq;
+  std::size_t sq_next = 0;
+  std::vector<std::uint64_t> sent;         // request_sent
+  std::vector<std::uint64_t> reads_done;   // read_complete
+  std::vector<wire::TerminateCode> terminates_queued;
+  std::vector<wire::TerminateCode> terminates_received;
+  int terminates_sent = 0;
+  int rtrs = 0;
+
+  std::uint64_t post(OutboundRequest::Kind kind, Bytes payload, bool fence = false) {
+    Posted p;
+    p.request.seq = sq.size() + 1;
+    p.request.kind = kind;
+    p.request.fence = fence;
+    p.request.length = static_cast<std::uint32_t>(payload.size());
+    p.payload = std::move(payload);
+    sq.push_back(std::move(p));
+    return sq.back().request.seq;
+  }
+  void post_write(Bytes payload, std::uint32_t stag, std::uint64_t to) {
+    post(OutboundRequest::Kind::kWrite, std::move(payload));
+    sq.back().request.remote_stag = stag;
+    sq.back().request.remote_offset = to;
+  }
+  void post_read(Bytes* sink, std::uint32_t sink_stag, std::uint32_t stag, std::uint64_t to,
+                 bool fence = false) {
+    post(OutboundRequest::Kind::kRead, {}, fence);
+    Posted& p = sq.back();
+    p.sink = sink;
+    p.request.length = static_cast<std::uint32_t>(sink->size());
+    p.request.remote_stag = stag;
+    p.request.remote_offset = to;
+    p.request.sink_stag = sink_stag;
+    p.request.sink_offset = 0;
+  }
+
+  ScatterResult resolve_write(std::uint32_t stag, std::uint64_t offset, std::size_t length) override {
+    auto it = buffers.find(stag);
+    if (it == buffers.end() || !it->second.remote_write) return Unexpected{term::kDdpTaggedInvalidStag};
+    Buffer& b = it->second;
+    if (offset < b.base || offset - b.base + length > b.bytes.size()) {
+      return Unexpected{term::kDdpTaggedBaseBounds};
+    }
+    scatter_.assign(1, ByteSpan(b.bytes).subspan(offset - b.base, length));
+    return Scatter(scatter_);
+  }
+  ScatterResult resolve_receive(std::uint32_t, std::uint32_t mo, std::size_t length,
+                                bool first_segment) override {
+    if (first_segment) {
+      if (receives.empty()) return Unexpected{term::kDdpUntaggedNoBuffer};
+      active_ = std::move(receives.front());
+      receives.pop_front();
+    }
+    if (mo + length > active_.size()) return Unexpected{term::kDdpUntaggedTooLong};
+    scatter_.assign(1, ByteSpan(active_).subspan(mo, length));
+    return Scatter(scatter_);
+  }
+  std::optional<wire::TerminateCode> receive_complete(const InboundSend& send) override {
+    active_.resize(send.length);
+    received.push_back(std::move(active_));
+    sends.push_back(send);
+    return std::nullopt;
+  }
+  Expected<ReadSource, wire::TerminateCode> resolve_read_source(std::uint32_t stag,
+                                                                std::uint64_t offset,
+                                                                std::uint32_t length) override {
+    auto it = buffers.find(stag);
+    if (it == buffers.end()) return Unexpected{term::kRdmapInvalidStag};
+    if (!it->second.remote_read) return Unexpected{term::kRdmapAccessRights};
+    const Buffer& b = it->second;
+    if (offset < b.base || offset - b.base + length > b.bytes.size()) {
+      return Unexpected{term::kRdmapBaseBounds};
+    }
+    return ReadSource{ConstByteSpan(b.bytes).subspan(offset - b.base, length), nullptr};
+  }
+  ScatterResult resolve_read_sink(std::uint64_t seq, std::size_t offset, std::size_t length) override {
+    Bytes* sink = sq.at(seq - 1).sink;
+    if (sink == nullptr || offset + length > sink->size()) return Unexpected{term::kDdpTaggedBaseBounds};
+    scatter_.assign(1, ByteSpan(*sink).subspan(offset, length));
+    return Scatter(scatter_);
+  }
+  void read_complete(std::uint64_t seq) override { reads_done.push_back(seq); }
+  bool peek_request(OutboundRequest& next) override {
+    if (sq_next >= sq.size()) return false;
+    next = sq[sq_next].request;
+    return true;
+  }
+  bool start_request(OutboundRequest& r, std::vector<ConstByteSpan>& payload) override {
+    Posted& p = sq[sq_next++];
+    r = p.request;
+    if (!p.payload.empty()) payload.push_back(ConstByteSpan(p.payload));
+    return true;
+  }
+  void request_sent(std::uint64_t seq) override { sent.push_back(seq); }
+  void terminate_queued(const wire::TerminateCode& code) override {
+    terminates_queued.push_back(code);
+  }
+  void terminate_received(const wire::TerminateMessage& m) override {
+    terminates_received.push_back(m.code);
+  }
+  void terminate_sent() override { ++terminates_sent; }
+  void rtr_received() override { ++rtrs; }
+
+ private:
+  Bytes active_;
+  std::vector<ByteSpan> scatter_;
+};
+
+struct Endpoint {
+  explicit Endpoint(const RdmapEngine::Params& p) : engine(port, p) {}
+  FakePort port;
+  RdmapEngine engine;
+  TxBatch batch;
+  Bytes wire;  // everything it transmitted
+  std::size_t delivered = 0;
+  RdmapEngine::TxGate gate{true, true};
+};
+
+RdmapEngine::Params params(bool crc, std::size_t max_ulpdu = 512) {
+  RdmapEngine::Params p;
+  p.crc = crc;
+  p.ird = 4;
+  p.ord = 4;
+  p.max_ulpdu = max_ulpdu;
+  return p;
+}
+
+// Everything `e` may transmit now, handed to "TCP" whole; true if anything went.
+bool transmit(Endpoint& e) {
+  bool any = false;
+  for (int round = 0; round < 10000 && e.engine.fill(e.batch, e.gate); ++round) {
+    any = true;
+    testing::append(e.wire, testing::flatten(e.batch.pending()));
+    e.batch.consume(e.batch.pending_bytes());
+    for (std::uint64_t cookie : testing::pop_all_sent(e.batch)) e.engine.sent(cookie);
+  }
+  return any;
+}
+
+// What `from` transmitted and `to` has not received yet, in pieces of `piece` bytes (0: all at
+// once); where the engine offers a target, every other piece goes straight into it.
+bool deliver(Endpoint& from, Endpoint& to, std::size_t piece) {
+  if (from.delivered == from.wire.size()) return false;
+  bool direct = false;
+  while (from.delivered < from.wire.size()) {
+    const std::size_t left = from.wire.size() - from.delivered;
+    std::size_t n = piece == 0 ? left : std::min(piece, left);
+    const std::uint8_t* src = from.wire.data() + from.delivered;
+    const ByteSpan target = to.engine.rx_open() ? to.engine.direct_target() : ByteSpan{};
+    if (direct && !target.empty()) {
+      n = std::min(n, target.size());
+      std::memcpy(target.data(), src, n);
+      to.engine.commit_direct(n);
+    } else {
+      // It takes less only when it stops at a protocol violation (the rest is then dropped,
+      // as the runtime drops it).
+      if (to.engine.feed(ConstByteSpan(src, n)) < n) EXPECT_FALSE(to.engine.rx_open());
+    }
+    direct = !direct;
+    from.delivered += n;
+  }
+  return true;
+}
+
+// Both ways until nothing moves (bounded).
+void settle(Endpoint& a, Endpoint& b, std::size_t piece) {
+  for (int round = 0; round < 1000; ++round) {
+    const bool moved = transmit(a) | transmit(b) | deliver(a, b, piece) | deliver(b, a, piece);
+    if (!moved) return;
+  }
+  ADD_FAILURE() << "the engines did not settle";
+}
+
+class EngineSplits : public ::testing::TestWithParam<std::tuple<bool, std::size_t>> {};
+
+TEST_P(EngineSplits, SendWriteAndReadArriveWholeInAnySplit) {
+  const auto [crc, piece] = GetParam();
+  Endpoint a(params(crc)), b(params(crc));
+  b.port.buffers[0x100] = Buffer{0x5000, Bytes(3000, 0)};
+  b.port.buffers[0x200] = Buffer{0x9000, pattern(5000, 7)};
+  b.port.receives.push_back(Bytes(200, 0));
+  const Bytes send = pattern(150, 1);
+  const Bytes write = pattern(3000, 2);
+  Bytes sink(5000, 0);
+  a.port.post(OutboundRequest::Kind::kSend, send);
+  a.port.post_write(write, 0x100, 0x5000);
+  a.port.post_read(&sink, 0x300, 0x200, 0x9000);
+
+  settle(a, b, piece);
+
+  ASSERT_EQ(b.port.received.size(), 1u);
+  EXPECT_EQ(b.port.received[0], send);
+  EXPECT_EQ(b.port.sends[0].msn, 1u);
+  EXPECT_EQ(b.port.buffers[0x100].bytes, write);
+  EXPECT_EQ(sink, b.port.buffers[0x200].bytes);
+  EXPECT_EQ(a.port.sent, (std::vector<std::uint64_t>{1, 2, 3}));
+  EXPECT_EQ(a.port.reads_done, std::vector<std::uint64_t>{3});
+  EXPECT_TRUE(a.port.terminates_queued.empty());
+  EXPECT_TRUE(b.port.terminates_queued.empty());
+  EXPECT_TRUE(a.engine.rx_open() && b.engine.rx_open());
+  EXPECT_TRUE(a.engine.rx_at_boundary() && b.engine.rx_at_boundary());
+}
+
+INSTANTIATE_TEST_SUITE_P(CrcAndPieces, EngineSplits,
+                         ::testing::Combine(::testing::Bool(),
+                                            ::testing::Values(std::size_t{1}, std::size_t{7},
+                                                              std::size_t{1000}, std::size_t{0})));
+
+TEST(RdmapEngine, AFenceHoldsARequestUntilEarlierReadsComplete) {
+  Endpoint a(params(false)), b(params(false));
+  b.port.buffers[0x200] = Buffer{0, pattern(100, 3)};
+  b.port.receives.push_back(Bytes(10, 0));
+  Bytes sink(100, 0);
+  a.port.post_read(&sink, 0x300, 0x200, 0);
+  a.port.post(OutboundRequest::Kind::kSend, pattern(10, 4), /*fence=*/true);
+  transmit(a);
+  EXPECT_EQ(a.port.sq_next, 1u) << "the fenced Send waits for the Read";
+  deliver(a, b, 0);
+  transmit(b);
+  deliver(b, a, 0);
+  EXPECT_EQ(a.port.reads_done, std::vector<std::uint64_t>{1});
+  transmit(a);
+  EXPECT_EQ(a.port.sq_next, 2u);
+  deliver(a, b, 0);
+  EXPECT_EQ(b.port.received.size(), 1u);
+}
+
+TEST(RdmapEngine, OrdBoundsTheReadsOutstanding) {
+  RdmapEngine::Params p = params(false);
+  p.ord = 1;
+  Endpoint a(p), b(params(false));
+  b.port.buffers[0x200] = Buffer{0, pattern(64, 5)};
+  Bytes first(32, 0), second(32, 0);
+  a.port.post_read(&first, 0x300, 0x200, 0);
+  a.port.post_read(&second, 0x301, 0x200, 32);
+  transmit(a);
+  EXPECT_EQ(a.port.sq_next, 1u) << "ORD 1: one Read at a time";
+  settle(a, b, 0);
+  EXPECT_EQ(a.port.reads_done, (std::vector<std::uint64_t>{1, 2}));
+  EXPECT_EQ(Bytes(first.begin(), first.end()), Bytes(b.port.buffers[0x200].bytes.begin(),
+                                                     b.port.buffers[0x200].bytes.begin() + 32));
+  EXPECT_EQ(Bytes(second.begin(), second.end()), Bytes(b.port.buffers[0x200].bytes.begin() + 32,
+                                                       b.port.buffers[0x200].bytes.end()));
+}
+
+class EngineRtr : public ::testing::TestWithParam<RtrType> {};
+
+TEST_P(EngineRtr, TheResponderSendsNothingBeforeTheRtr) {
+  RdmapEngine::Params pa = params(false), pb = params(false);
+  pa.send_rtr = GetParam();
+  pb.expect_rtr = GetParam();
+  Endpoint a(pa), b(pb);
+  b.port.buffers[0x100] = Buffer{0, Bytes(16, 0)};
+  a.port.buffers[0x100] = Buffer{0, Bytes(16, 0)};
+  b.port.post_write(pattern(16, 6), 0x100, 0);
+  EXPECT_FALSE(transmit(b)) << "no transmission before the peer's RTR";
+  EXPECT_TRUE(transmit(a));
+  deliver(a, b, 0);
+  EXPECT_EQ(b.port.rtrs, 1);
+  settle(a, b, 0);
+  EXPECT_EQ(a.port.buffers[0x100].bytes, pattern(16, 6));
+  EXPECT_TRUE(a.port.terminates_queued.empty());
+  EXPECT_TRUE(b.port.terminates_queued.empty());
+  EXPECT_TRUE(a.port.sent.empty()) << "the RTR is no work request";
+}
+
+INSTANTIATE_TEST_SUITE_P(Types, EngineRtr,
+                         ::testing::Values(RtrType::kWrite, RtrType::kRead, RtrType::kSend));
+
+TEST(RdmapEngine, AnRtrOfTheWrongTypeIsTerminated) {
+  RdmapEngine::Params pa = params(false), pb = params(false);
+  pa.send_rtr = RtrType::kSend;
+  pb.expect_rtr = RtrType::kWrite;
+  Endpoint a(pa), b(pb);
+  transmit(a);
+  deliver(a, b, 0);
+  EXPECT_EQ(b.port.terminates_queued, std::vector<wire::TerminateCode>{term::kLlpNoMatchingRtr});
+  EXPECT_EQ(b.port.rtrs, 0);
+}
+
+// A peer's frames that break a rule, and the Terminate the engine answers with.
+struct Violation {
+  std::string name;
+  std::function<Bytes()> frames;
+  wire::TerminateCode code;
+};
+
+Bytes read_request(std::uint32_t msn, std::uint32_t source_stag, std::uint32_t size) {
+  wire::ReadRequest rr;
+  rr.sink_stag = 0x999;
+  rr.size = size;
+  rr.source_stag = source_stag;
+  return testing::fpdu(testing::untagged_header(wire::RdmapOpcode::kReadRequest,
+                                                wire::kQueueReadRequest, msn),
+                       testing::read_request_body(rr), false);
+}
+
+std::vector<Violation> violations() {
+  using wire::RdmapOpcode;
+  const Bytes ten = pattern(10, 9);
+  return {
+      {"WriteToAnUnknownStag",
+       [=] { return testing::fpdu(testing::tagged_header(RdmapOpcode::kRdmaWrite, 0x777, 0), ten, false); },
+       term::kDdpTaggedInvalidStag},
+      {"WritePastTheBuffer",
+       [=] { return testing::fpdu(testing::tagged_header(RdmapOpcode::kRdmaWrite, 0x100, 60), ten, false); },
+       term::kDdpTaggedBaseBounds},
+      {"SendWithoutAReceive",
+       [=] {
+         Bytes s = testing::fpdu(testing::untagged_header(RdmapOpcode::kSend, wire::kQueueSend, 1), ten, false);
+         testing::append(s, testing::fpdu(testing::untagged_header(RdmapOpcode::kSend, wire::kQueueSend, 2), ten, false));
+         return s;
+       },
+       term::kDdpUntaggedNoBuffer},
+      {"SendWithTheWrongMsn",
+       [=] { return testing::fpdu(testing::untagged_header(RdmapOpcode::kSend, wire::kQueueSend, 5), ten, false); },
+       term::kDdpUntaggedInvalidMsn},
+      {"ReadResponseWithoutARead",
+       [=] { return testing::fpdu(testing::tagged_header(RdmapOpcode::kReadResponse, 0x100, 0), ten, false); },
+       term::kDdpTaggedInvalidStag},
+      {"ReadRequestForAnUnknownStag", [] { return read_request(1, 0x777, 8); }, term::kRdmapInvalidStag},
+      {"ReadRequestsBeyondIrd",
+       [] {
+         Bytes s;
+         for (std::uint32_t msn = 1; msn <= 5; ++msn) testing::append(s, read_request(msn, 0x100, 8));
+         return s;
+       },
+       term::kRdmapCatastrophicStream},
+  };
+}
+
+void PrintTo(const Violation& v, std::ostream* os) { *os << v.name; }
+
+class EngineViolations : public ::testing::TestWithParam<Violation> {};
+
+TEST_P(EngineViolations, OneTerminateIsSentAndThePeerReportsIt) {
+  Endpoint a(params(false)), b(params(false));
+  b.port.buffers[0x100] = Buffer{0, Bytes(64, 0)};
+  b.port.receives.push_back(Bytes(16, 0));
+  a.wire = GetParam().frames();
+  deliver(a, b, 3);
+  ASSERT_EQ(b.port.terminates_queued, std::vector<wire::TerminateCode>{GetParam().code});
+  EXPECT_FALSE(b.engine.rx_open());
+  EXPECT_EQ(b.engine.feed(ConstByteSpan(a.wire)), a.wire.size()) << "the rest is drained";
+  b.gate = RdmapEngine::TxGate{};  // the QP is in ERROR: only the Terminate may go
+  EXPECT_TRUE(transmit(b));
+  EXPECT_FALSE(transmit(b)) << "a Terminate is sent once";
+  EXPECT_EQ(b.port.terminates_sent, 1);
+  deliver(b, a, 5);
+  EXPECT_EQ(a.port.terminates_received, std::vector<wire::TerminateCode>{GetParam().code});
+  EXPECT_FALSE(a.engine.rx_open()) << "reception ends with a received Terminate";
+}
+
+INSTANTIATE_TEST_SUITE_P(Rules, EngineViolations, ::testing::ValuesIn(violations()),
+                         [](const auto& info) { return info.param.name; });
+
+TEST(RdmapEngine, AbandonDropsTheMessageInProgress) {
+  Endpoint a(params(false, 64)), b(params(false, 64));
+  b.port.buffers[0x100] = Buffer{0, Bytes(10000, 0)};
+  a.port.post_write(pattern(10000, 8), 0x100, 0);
+  ASSERT_TRUE(a.engine.fill(a.batch, a.gate));
+  const std::size_t first = a.batch.pending_bytes();
+  EXPECT_LT(first, 10000u) << "a batch holds a bounded number of FPDUs";
+  a.engine.abandon();
+  a.batch.consume(first);
+  testing::pop_all_sent(a.batch);
+  EXPECT_FALSE(a.engine.fill(a.batch, a.gate)) << "the rest of the Write is not sent";
+  EXPECT_TRUE(a.port.sent.empty());
+}
+
+}  // namespace
+}  // namespace uwarp::proto
