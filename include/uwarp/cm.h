@@ -44,9 +44,6 @@ struct ConnectionParams {
   int timeout_ms = 10000;                  // for the MPA reply
 };
 
-enum class CmEventType : std::uint8_t { kConnectRequest, kEstablished, kRejected, kConnectError, kDisconnected };
-std::string_view to_string(CmEventType t);
-
 class Connection {
  public:
   Connection() = default;

@@ -6,6 +6,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <span>
+#include <string>
 #include <string_view>
 
 namespace uwarp {
@@ -126,5 +127,24 @@ enum class AsyncEventType : std::uint8_t {
   kSrqLimitReached,
 };
 std::string_view to_string(AsyncEventType t);
+
+// An asynchronous event of the device: the one definition, used inside the library and by
+// both APIs.
+struct AsyncEvent {
+  AsyncEventType type = AsyncEventType::kQpFatal;
+  std::uint32_t qp_num = 0;
+  void* context = nullptr;  // the user context of the QP, CQ or SRQ concerned
+  std::string detail;       // e.g. the Terminate that ended the QP
+};
+
+// Connection-manager events (uwarp/cm.h).
+enum class CmEventType : std::uint8_t {
+  kConnectRequest,  // passive side: a peer asks to connect; accept() or reject() it
+  kEstablished,     // the QP is in RTS and may transfer data
+  kRejected,        // active side: the peer rejected (private data may explain)
+  kConnectError,    // active side: refused, timed out, or the MPA exchange failed
+  kDisconnected,    // the connection ended (locally, by the peer, or by an error)
+};
+std::string_view to_string(CmEventType t);
 
 }  // namespace uwarp

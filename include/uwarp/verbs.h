@@ -45,13 +45,6 @@ class SharedReceiveQueue;
 class QueuePair;
 class MemoryRegion;
 
-struct AsyncEvent {
-  AsyncEventType type = AsyncEventType::kQpFatal;
-  std::uint32_t qp_num = 0;
-  void* context = nullptr;  // the user context of the QP, CQ or SRQ concerned
-  std::string detail;
-};
-
 // One software RNIC: device limits, a progress thread, the STag table.
 class Context {
  public:

@@ -32,8 +32,8 @@ void count_delivery(Ibv& ibv, std::uint32_t& delivered) {
 
 // Fills `out` for a core event; false if its object is gone. Caller holds c.objects_mu, so the
 // QP (and the CQs and SRQ it uses) cannot be destroyed meanwhile.
-bool translate(OfaContext& c, const verbs::AsyncEvent& e, ibv_async_event& out) {
-  const auto id = static_cast<std::uint64_t>(reinterpret_cast<std::uintptr_t>(e.object_context));
+bool translate(OfaContext& c, const uwarp::AsyncEvent& e, ibv_async_event& out) {
+  const auto id = static_cast<std::uint64_t>(reinterpret_cast<std::uintptr_t>(e.context));
   const auto it = c.qps.find(id);
   if (it == c.qps.end()) return false;
   OfaQp& q = *it->second;
@@ -76,7 +76,7 @@ bool debug_enabled() {
   return on;
 }
 
-void trace(const verbs::AsyncEvent& e) {
+void trace(const uwarp::AsyncEvent& e) {
   const std::string_view type = to_string(e.type);
   std::fprintf(stderr, "uwarp libibverbs: async event %.*s, QP %u: %s\n", static_cast<int>(type.size()),
                type.data(), e.qp_num, e.detail.empty() ? "-" : e.detail.c_str());

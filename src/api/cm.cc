@@ -30,7 +30,6 @@ Status check(const ConnectionParams& p) {
 
 }  // namespace
 
-std::string_view to_string(CmEventType t) { return cm::to_string(static_cast<cm::CmEventType>(t)); }
 
 Result<EventChannel> EventChannel::create(const Context& context) {
   auto ch = std::make_shared<detail::EventChannelImpl>();
@@ -44,7 +43,7 @@ std::optional<CmEvent> EventChannel::get_event(int timeout_ms) {
   auto e = impl_->events->take(timeout_ms);
   if (!e) return std::nullopt;
   CmEvent out;
-  out.type = static_cast<CmEventType>(e->type);
+  out.type = e->type;
   out.connection = Connection(e->connection);
   if (e->listener) out.listener = Listener(e->listener);
   out.private_data = std::move(e->private_data);

@@ -43,7 +43,7 @@ int Context::async_fd() const { return impl_->async.fd(); }
 std::optional<AsyncEvent> Context::get_async_event(int timeout_ms) {
   auto e = impl_->async.take(timeout_ms);
   if (!e) return std::nullopt;
-  return AsyncEvent{e->type, e->qp_num, e->object_context, e->detail};
+  return *e;
 }
 
 std::uint32_t MemoryRegion::lkey() const { return impl_->mr->stag; }

@@ -67,4 +67,15 @@ std::string_view to_string(AsyncEventType t) {
   return "?";
 }
 
+std::string_view to_string(CmEventType t) {
+  switch (t) {
+    case CmEventType::kConnectRequest: return "CONNECT_REQUEST";
+    case CmEventType::kEstablished: return "ESTABLISHED";
+    case CmEventType::kRejected: return "REJECTED";
+    case CmEventType::kConnectError: return "CONNECT_ERROR";
+    case CmEventType::kDisconnected: return "DISCONNECTED";
+  }
+  return "?";
+}
+
 }  // namespace uwarp

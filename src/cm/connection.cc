@@ -44,17 +44,6 @@ verbs::LinkParams link_params(const proto::MpaOutcome& o, bool initiator) {
 
 }  // namespace
 
-std::string_view to_string(CmEventType t) {
-  switch (t) {
-    case CmEventType::kConnectRequest: return "CONNECT_REQUEST";
-    case CmEventType::kEstablished: return "ESTABLISHED";
-    case CmEventType::kRejected: return "REJECTED";
-    case CmEventType::kConnectError: return "CONNECT_ERROR";
-    case CmEventType::kDisconnected: return "DISCONNECTED";
-  }
-  return "?";
-}
-
 Connection::Connection(runtime::Engine& engine, const std::shared_ptr<EventChannel>& events) : engine_(engine), events_(events) {}
 
 Connection::~Connection() {

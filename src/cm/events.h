@@ -8,20 +8,12 @@
 
 #include "runtime/event_queue.h"
 #include "uwarp/status.h"
+#include "uwarp/types.h"  // CmEventType
 
 namespace uwarp::cm {
 
 class Connection;
 class Listener;
-
-enum class CmEventType : std::uint8_t {
-  kConnectRequest,  // passive side: a peer asks to connect; accept() or reject() it
-  kEstablished,     // the QP is in RTS and may transfer data
-  kRejected,        // active side: the peer rejected (private data may explain)
-  kConnectError,    // active side: refused, timed out, or the MPA exchange failed
-  kDisconnected,    // the connection ended (locally, by the peer, or by an error)
-};
-std::string_view to_string(CmEventType t);
 
 struct CmEvent {
   CmEventType type = CmEventType::kConnectError;

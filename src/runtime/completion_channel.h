@@ -49,17 +49,17 @@ class CompletionChannel final : public verbs::CqEventSink {
 // Asynchronous events of a device, with a pollable fd.
 class AsyncEventQueue final : public verbs::AsyncEventSink {
  public:
-  void async_event(const verbs::AsyncEvent& e) override { queue_.push(e); }
+  void async_event(const uwarp::AsyncEvent& e) override { queue_.push(e); }
   int fd() const { return queue_.fd(); }
-  std::optional<verbs::AsyncEvent> take(int timeout_ms) { return queue_.take(timeout_ms); }
+  std::optional<uwarp::AsyncEvent> take(int timeout_ms) { return queue_.take(timeout_ms); }
   // One blocking read() honouring O_NONBLOCK set on fd() (OFA's ibv_get_async_event); see
   // EventQueue::take_honouring_fd_mode.
-  std::optional<verbs::AsyncEvent> take_honouring_fd_mode() {
+  std::optional<uwarp::AsyncEvent> take_honouring_fd_mode() {
     return queue_.take_honouring_fd_mode();
   }
 
  private:
-  EventQueue<verbs::AsyncEvent> queue_;
+  EventQueue<uwarp::AsyncEvent> queue_;
 };
 
 }  // namespace uwarp::runtime

@@ -11,13 +11,6 @@
 
 namespace uwarp::verbs {
 
-struct AsyncEvent {
-  AsyncEventType type = AsyncEventType::kQpFatal;
-  std::uint32_t qp_num = 0;
-  void* object_context = nullptr;  // the QP's, CQ's or SRQ's user context
-  std::string detail;              // e.g. the Terminate that ended the QP
-};
-
 class AsyncEventSink {
  public:
   virtual ~AsyncEventSink() = default;

@@ -283,7 +283,7 @@ void QueuePair::report(AsyncEventType type, const std::string& detail) {
   AsyncEvent ev;
   ev.type = type;
   ev.qp_num = qp_num_;
-  ev.object_context = config_.user_context;
+  ev.context = config_.user_context;
   ev.detail = detail;
   device_.report(ev);
 }
