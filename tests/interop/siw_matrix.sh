@@ -24,12 +24,15 @@
 # SIW_MATRIX_KEEP=DIR keeps the captures, decodes and logs there; SIW_MATRIX_BUILD=1 rebuilds the
 # guest even when the cached one looks current; SIW_MATRIX_CELLS="inject provoke ..." runs only
 # those groups of cells (rping, programs, perftest, verbs_peer, provoke, inject; default: all);
-# SIW_MATRIX_LANES=1 runs them in one sequence instead of two side by side (see "lanes" below).
+# SIW_MATRIX_LANES=1 runs them in one sequence instead of two side by side (see "lanes" below);
+# UWARP_SIW_BOOT_LIMIT=S bounds a guest's boot (default 150 s; a boot takes 6-8 s under TCG).
 set -uo pipefail
 export UWARP_IBVERBS_DEBUG=1  # uwarp's asynchronous events name their reason in the logs
 root=$(cd "$(dirname "$0")/../.." && pwd)
 bin=$(cd "${1:-$root/build/bin}" && pwd)
 harness=${SIW_VM:-$root/../shared/interop/siw-vm.sh}
+siw_cache=${SIW_VM_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/siw-vm}  # where the harness keeps instances
+boot_limit=${UWARP_SIW_BOOT_LIMIT:-150}  # seconds for a guest to come up (guest_for)
 if [ ! -x "$harness" ]; then
   echo "siw_matrix: SKIPPED: the siw harness is not at $harness"
   exit 0
@@ -180,8 +183,18 @@ guest_for() {
   vm=(--name "interop-m$first")
   guest_cell=0
   guests_booted=$((guests_booted + 1))
-  if ! "$harness" start "${vm[@]}" --siw "$1" --share "$share" "${fwd[@]}" --timeout 3000 \
-      --script "$share/runner.sh" >"$work/start.log" 2>&1; then
+  # The harness waits for the guest as long as the guest may run (--timeout, for all the cells it
+  # will run), so the boot gets a bound of its own: a boot takes 6-8 s under TCG, and a boot that
+  # hangs (the guest kernel stuck in soft lockups before init, seen in a loaded run) would
+  # otherwise hold the lane for 52 minutes. Its console goes into start.log, and the cell retries.
+  local rc=0
+  timeout "$boot_limit" "$harness" start "${vm[@]}" --siw "$1" --share "$share" "${fwd[@]}" \
+      --timeout 3000 --script "$share/runner.sh" >"$work/start.log" 2>&1 || rc=$?
+  if [ $rc -ne 0 ]; then
+    if [ $rc -eq 124 ]; then
+      echo "siw_matrix: the guest did not come up within $boot_limit s; its console ends:"
+      tail -n 5 "$siw_cache/instances/${vm[1]}/console.log" 2>/dev/null
+    fi >>"$work/start.log"
     "$harness" stop "${vm[@]}" >/dev/null 2>&1
     next_active=$guest_last
     return 1
