@@ -10,9 +10,7 @@
 // under the lock.
 #pragma once
 
-#include <array>
 #include <cstdint>
-#include <deque>
 #include <memory>
 #include <mutex>
 #include <optional>
