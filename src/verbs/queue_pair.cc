@@ -191,14 +191,7 @@ void QueuePair::attach_link_locked(QpLink* link, const LinkParams& p) {
   link_ = link;
   ird_ = p.ird;
   ord_ = p.ord;
-  proto::RdmapEngine::Params ep;
-  ep.crc = p.crc;
-  ep.ird = p.ird;
-  ep.ord = p.ord;
-  ep.send_rtr = p.send_rtr;
-  ep.expect_rtr = p.expect_rtr;
-  ep.max_ulpdu = p.max_ulpdu;
-  engine_ = std::make_unique<proto::RdmapEngine>(static_cast<proto::RdmapPort&>(*this), ep);
+  engine_ = std::make_unique<proto::RdmapEngine>(static_cast<proto::RdmapPort&>(*this), p);
   if (state_ == QpState::kReset) state_ = QpState::kInit;
   state_ = QpState::kRts;
   if (p.send_rtr != proto::RtrType::kNone || !sq_.empty()) link_->tx_ready();

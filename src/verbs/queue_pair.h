@@ -41,14 +41,9 @@ struct QpConfig {
   void* user_context = nullptr;
 };
 
-// Connection parameters the CM negotiated, handed over when the stream is attached.
-struct LinkParams {
-  bool crc = false;
-  std::uint16_t ird = 0;
-  std::uint16_t ord = 0;
-  proto::RtrType send_rtr = proto::RtrType::kNone;    // initiator: the RTR to send first
-  proto::RtrType expect_rtr = proto::RtrType::kNone;  // responder: the RTR to wait for
-  std::size_t max_ulpdu = 1442;
+// Connection parameters the CM negotiated, handed over when the stream is attached: the
+// engine's (CRC, IRD/ORD, RTR, FPDU size) and which side this is.
+struct LinkParams : proto::RdmapEngine::Params {
   bool initiator = false;  // this side sent the MPA request
 };
 
