@@ -209,7 +209,6 @@ class RdmapEngine final : private RxDelegate {
   // The message being segmented and its gather list.
   MessageSegmenter segmenter_;
   std::vector<ConstByteSpan> gather_;
-  OutboundRequest request_;  // the send-queue request being started
   // Read Request bodies: the batch's iovecs point at them until it is sent, and a batch can
   // hold several Read Requests, so each gets its own slot (a batch has at most kMaxFpdus).
   std::array<std::array<std::uint8_t, wire::kReadRequestSize>, TxBatch::kMaxFpdus>

@@ -129,7 +129,7 @@ bool RdmapEngine::next_message(MessageSegmenter::Message& m, TxGate gate) {
 }
 
 bool RdmapEngine::next_request(MessageSegmenter::Message& m) {
-  OutboundRequest& r = request_;
+  OutboundRequest r;
   if (!port_.peek_request(r)) return false;
   const bool read = r.kind == OutboundRequest::Kind::kRead;
   if (r.fence && !orq_.empty()) return false;
