@@ -186,6 +186,8 @@ class QueuePair final : private proto::RdmapPort {
   bool resolve_local(const std::vector<Sge>& sges, std::uint32_t needed,
                      std::vector<ByteSpan>& spans, std::vector<MemoryRegionRef>& keep);
   Status check_transition(QpState target) const;
+  // The QP's state lets it receive (not ERROR, not RESET).
+  bool receiving_state() const { return state_ != QpState::kError && state_ != QpState::kReset; }
 
   Device& device_;
   QpConfig config_;

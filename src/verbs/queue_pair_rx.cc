@@ -54,12 +54,13 @@ wire::TerminateCode read_source_error(AccessError e) {
 }  // namespace
 
 std::size_t QueuePair::rx_feed_locked(ConstByteSpan bytes) {
-  if (!rx_open_locked()) return bytes.size();
+  // The engine drops bytes itself once it has stopped receiving (a Terminate either way).
+  if (!engine_ || !receiving_state()) return bytes.size();
   return engine_->feed(bytes);
 }
 
 bool QueuePair::rx_open_locked() const {
-  return engine_ && engine_->rx_open() && state_ != QpState::kError && state_ != QpState::kReset;
+  return engine_ && engine_->rx_open() && receiving_state();
 }
 
 proto::ScatterResult QueuePair::resolve_write(std::uint32_t stag, std::uint64_t to, std::size_t length) {
