@@ -62,10 +62,14 @@ std::uint64_t id_of(std::uint64_t user_data) { return user_data >> 8; }
 class UringBackend final : public IoBackend {
  public:
   // `ring` was set up by make_uring_backend on this thread, which becomes the loop thread.
+  // The wake-up poll is queued at once (the ring is enabled from the start) and submitted with
+  // the first run_once.
   explicit UringBackend(const io_uring& ring)
       : wake_fd_(::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)),
         ring_(ring),
-        loop_thread_(std::this_thread::get_id()) {}
+        loop_thread_(std::this_thread::get_id()) {
+    arm_wake();
+  }
 
   ~UringBackend() override { io_uring_queue_exit(&ring_); }
 
@@ -165,7 +169,6 @@ class UringBackend final : public IoBackend {
   }
 
   void shutdown() override {
-    if (!started_) return;
     io_uring_sqe* sqe = get_sqe();
     io_uring_prep_cancel64(sqe, 0, IORING_ASYNC_CANCEL_ANY);
     io_uring_sqe_set_data64(sqe, pack(0, Op::kShutdown));
@@ -189,10 +192,6 @@ class UringBackend final : public IoBackend {
   }
 
   std::size_t run_once(std::chrono::microseconds timeout) override {
-    if (!started_) {
-      started_ = true;
-      arm_wake();
-    }
     {
       std::lock_guard lock(mu_);
       requests_batch_.swap(requests_);
@@ -434,7 +433,6 @@ class UringBackend final : public IoBackend {
   Fd wake_fd_;
   io_uring ring_;
   const std::thread::id loop_thread_;  // the thread that made the ring: its only submitter
-  bool started_ = false;               // loop thread only
   std::mutex mu_;
   std::unordered_map<int, std::uint64_t> ids_;      // attached fd -> its id (mu_)
   std::unordered_map<std::uint64_t, FdState> states_;  // by id, until its last completion (mu_)
