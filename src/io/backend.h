@@ -5,30 +5,33 @@
 //   performs the system call when the socket is ready; an io_uring backend hands the same
 //   operation to the kernel.
 // - Readiness (watch_readable): the backend says that a socket may have become readable, and
-//   the handler makes the receive system calls itself, under its own lock. This is what lets
-//   any thread receive on a connected stream (runtime::Stream::poll_rx: an application thread
-//   busy-polling its CQ) while the loop thread remains the fallback. A backend that can
-//   (receives_with_watch: io_uring) also receives the first bytes into a buffer the watch
-//   names, so that the wake-up arrives with them; while such a watch is armed, nobody else may
-//   receive on the fd.
+//   the handler receives with try_recv, on whichever thread holds its own lock. This is what
+//   lets any thread receive on a connected stream (runtime::Stream::poll_rx: an application
+//   thread busy-polling its CQ) while the loop thread remains the fallback. A watch may name a
+//   buffer: a backend that can (io_uring) then receives the first bytes into it, so that the
+//   wake-up arrives with them, and on_readable says what it received. Until that report has been
+//   handled, the fd's bytes belong to the watch: try_recv from any other thread says -EBUSY.
 //
-// Per fd, use either recv or watch_readable, not both at once (the CM's MPA handshake uses
-// recv; the stream that follows uses watch_readable).
+// Per fd, use either recv or watch_readable/try_recv, not both at once (the CM's MPA handshake
+// uses recv; the stream that follows uses watches).
 //
-// Threads: attach, recv, send, accept, connect_wait, watch_readable and wake may be called from
-// any thread; detach, run_once and shutdown only on the loop thread. The loop thread is the one
-// that makes the backend (make_*_backend), and it also destroys it: a library's own thread,
-// never an application thread (the kernel interrupts the blocking system calls of every thread
-// that created or submitted to an io_uring when that ring is torn down; backend_uring.cc).
-// An attached fd is detached before it is closed.
-// Callbacks run on the loop thread, never inside the call that started the operation.
+// Threads: attach, recv, try_recv, send, accept, connect_wait, watch_readable and wake may be
+// called from any thread; detach, run_once and shutdown only on the loop thread. The loop
+// thread is the one that makes the backend (make_*_backend), and it also destroys it: a
+// library's own thread, never an application thread (the kernel interrupts the blocking system
+// calls of every thread that created or submitted to an io_uring when that ring is torn down;
+// backend_uring.cc). An attached fd is detached before it is closed.
+// Callbacks run on the loop thread, never inside the call that started the operation, and never
+// with the backend's own lock held (a callback may start operations).
 #pragma once
 
 #include <sys/uio.h>
 
 #include <chrono>
 #include <memory>
+#include <optional>
 #include <span>
+#include <string_view>
 
 #include "base/bytes.h"
 #include "io/socket.h"
@@ -48,10 +51,9 @@ class IoHandler {
   // connect_wait(): the connect finished; 0 or the socket error.
   virtual void on_connect(int /*error*/) {}
   // watch_readable(): the fd may be readable (data, end of stream or an error). One call per
-  // watch; the watch is then disarmed. `received`: kReadinessOnly if the backend received
-  // nothing itself; else the result of its receive into the watch's buffer, as for on_recv.
-  static constexpr long kReadinessOnly = -(1L << 40);
-  virtual void on_readable(long /*received*/) {}
+  // watch; the watch is then disarmed. `received`: empty if the backend only watched; else the
+  // result of its receive into the watch's buffer, as for on_recv.
+  virtual void on_readable(std::optional<long> /*received*/) {}
 };
 
 class IoBackend {
@@ -76,11 +78,14 @@ class IoBackend {
   // passes maybe_readable = true so that the watch fires again at once. While no watch is
   // armed, the backend may stop listening for the fd's read readiness at all (no wake-ups for
   // it), until the next watch_readable.
-  // `into`: if receives_with_watch() and maybe_readable is false, the backend receives up to
-  // into.size() bytes into it before it reports (a short receive empties the socket, as above);
-  // `into` stays valid, and no other receive is made on the fd, until on_readable.
+  // `into` (used only when maybe_readable is false): the backend may receive up to into.size()
+  // bytes into it before it reports, and then says so in on_readable (a short receive empties
+  // the socket, as above). `into` stays valid until on_readable.
   virtual void watch_readable(int fd, bool maybe_readable = false, ByteSpan into = {}) = 0;
-  virtual bool receives_with_watch() const { return false; }
+  // Receives what the socket holds now, on the calling thread: bytes (0: the peer closed), or
+  // -errno (-EAGAIN: nothing queued). -EBUSY while a watch's receive may still deliver bytes
+  // (until its on_readable has returned; the loop thread may receive inside that call).
+  virtual long try_recv(int fd, ByteSpan into) = 0;
   virtual void connect_wait(int fd) = 0;
   // Waits up to `timeout` (negative: no limit; microsecond resolution where the kernel offers
   // it) for completions and readiness, and runs their callbacks. Returns how many sockets had
@@ -91,6 +96,8 @@ class IoBackend {
   // Loop thread, after its last run_once: ends every operation still in flight, so that no
   // socket outlives its fd in the kernel (io_uring's requests hold their sockets open).
   virtual void shutdown() {}
+  // "io_uring" or "epoll": for logs and tests.
+  virtual std::string_view name() const = 0;
 };
 
 std::unique_ptr<IoBackend> make_epoll_backend();

@@ -3,7 +3,9 @@
 // operation whose flag is set is performed on the loop thread by run_once.
 //
 // Readiness watches (watch_readable): the flag is cleared when on_readable is delivered (the
-// handler then empties the socket itself), and set again by the next edge. A handler may stop
+// handler then empties the socket itself with try_recv, a plain non-blocking receive: this
+// backend never receives for a watch, so it ignores the watch's buffer and never says -EBUSY),
+// and set again by the next edge. A handler may stop
 // at a short receive, so a FIN queued behind the data it read would have had its edge already:
 // once an edge has reported the peer's close or an error, every watch fires at once. An edge for an
 // fd in watch mode that has no watch armed means another thread is receiving on it (a busy-
@@ -83,6 +85,8 @@ class EpollBackend final : public IoBackend {
       return s.writable;
     });
   }
+  long try_recv(int fd, ByteSpan into) override { return recv_some(fd, into); }
+  std::string_view name() const override { return "epoll"; }
   void watch_readable(int fd, bool maybe_readable, ByteSpan /*into: readiness only*/) override {
     arm(fd, [&](FdState& s) {
       s.watch_mode = true;
@@ -225,74 +229,89 @@ class EpollBackend final : public IoBackend {
     if (now && std::this_thread::get_id() != loop_thread_.load(std::memory_order_relaxed)) wake();
   }
 
+  // One operation that is armed and ready, as taken from an fd's state.
+  struct Step {
+    enum Kind { kNone, kConnect, kRecv, kReadable, kSend, kAccept } kind = kNone;
+    IoHandler* handler = nullptr;
+    ByteSpan buf;
+    std::span<const iovec> iov;
+  };
+
+  // mu_ taken: the next operation armed and ready on fd, in priority order (kNone: none).
+  Step next_step(int fd) {
+    std::lock_guard lock(mu_);
+    Step step;
+    auto it = fds_.find(fd);
+    if (it == fds_.end()) return step;
+    FdState& s = it->second;
+    step.handler = s.handler;
+    if (s.connect_armed && s.writable) {
+      s.connect_armed = false;
+      step.kind = Step::kConnect;
+    } else if (s.recv_armed && s.readable) {
+      step.kind = Step::kRecv;
+      step.buf = s.recv_buf;
+    } else if (s.watch_armed && s.readable) {
+      s.watch_armed = false;
+      s.readable = false;  // the handler empties the socket; the next edge sets it
+      step.kind = Step::kReadable;
+    } else if (s.send_armed && s.writable) {
+      step.kind = Step::kSend;
+      step.iov = s.send_iov;
+    } else if (s.accept_armed && s.readable) {
+      step.kind = Step::kAccept;
+    }
+    return step;
+  }
+
   // Performs whatever is armed and ready on fd; callbacks run without the lock held.
   void perform(int fd) {
     for (int round = 0; round < 4; ++round) {
-      IoHandler* h = nullptr;
-      enum { kNone, kConnect, kRecv, kReadable, kSend, kAccept } op = kNone;
+      const Step step = next_step(fd);
+      IoHandler* h = step.handler;
       long result = 0;
-      ByteSpan buf;
-      std::span<const iovec> iov;
-      {
-        std::lock_guard lock(mu_);
-        auto it = fds_.find(fd);
-        if (it == fds_.end()) return;
-        FdState& s = it->second;
-        h = s.handler;
-        if (s.connect_armed && s.writable) {
-          s.connect_armed = false;
-          op = kConnect;
-        } else if (s.recv_armed && s.readable) {
-          op = kRecv;
-          buf = s.recv_buf;
-        } else if (s.watch_armed && s.readable) {
-          s.watch_armed = false;
-          s.readable = false;  // the handler empties the socket; the next edge sets it
-          op = kReadable;
-        } else if (s.send_armed && s.writable) {
-          op = kSend;
-          iov = s.send_iov;
-        } else if (s.accept_armed && s.readable) {
-          op = kAccept;
-        }
-      }
-      switch (op) {
-        case kNone:
+      switch (step.kind) {
+        case Step::kNone:
           return;
-        case kConnect:
+        case Step::kConnect:
           h->on_connect(socket_error(fd));
           break;
-        case kRecv:
-          result = recv_some(fd, buf);
+        case Step::kRecv:
+          result = recv_some(fd, step.buf);
           if (!finish(fd, result, &FdState::readable, &FdState::recv_armed)) continue;
           h->on_recv(result);
           break;
-        case kReadable:
-          h->on_readable(IoHandler::kReadinessOnly);
+        case Step::kReadable:
+          h->on_readable(std::nullopt);
           break;
-        case kSend:
-          result = send_iov(fd, iov);
+        case Step::kSend:
+          result = send_iov(fd, step.iov);
           if (!finish(fd, result, &FdState::writable, &FdState::send_armed)) continue;
           h->on_send(result);
           break;
-        case kAccept: {
-          SocketAddress peer;
-          auto conn = tcp_accept(fd, &peer);
-          if (!conn && conn.error().code() == Errc::kBusy) {
-            std::lock_guard lock(mu_);
-            auto it = fds_.find(fd);
-            if (it != fds_.end()) it->second.readable = false;
-            continue;
-          }
-          h->on_accept(std::move(conn), peer);
+        case Step::kAccept:
+          if (!perform_accept(fd, h)) continue;
           break;
-        }
       }
     }
     // Still armed and ready after a few rounds: let other fds run first.
     std::lock_guard lock(mu_);
     auto it = fds_.find(fd);
     if (it != fds_.end()) ready_.push_back(fd);
+  }
+
+  // Accepts one connection for h; false if none was pending (the fd is then not readable).
+  bool perform_accept(int fd, IoHandler* h) {
+    SocketAddress peer;
+    auto conn = tcp_accept(fd, &peer);
+    if (!conn && conn.error().code() == Errc::kBusy) {
+      std::lock_guard lock(mu_);
+      auto it = fds_.find(fd);
+      if (it != fds_.end()) it->second.readable = false;
+      return false;
+    }
+    h->on_accept(std::move(conn), peer);
+    return true;
   }
 
   // After a system call: EAGAIN clears the readiness flag and keeps the operation armed (returns

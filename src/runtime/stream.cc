@@ -236,7 +236,7 @@ bool Stream::receive_direct_locked(long& status) {
     const ByteSpan target = qp_->rx_direct_target_locked();
     if (target.size() < kDirectMin || !qp_->rx_open_locked()) break;
     large_payloads_ = true;
-    const long n = io::recv_some(fd_.get(), target);
+    const long n = engine_.backend().try_recv(fd_.get(), target);
     if (n > 0) {
       rx_bytes_ += static_cast<std::size_t>(n);
       qp_->rx_commit_locked(static_cast<std::size_t>(n));
@@ -245,7 +245,7 @@ bool Stream::receive_direct_locked(long& status) {
       continue;
     }
     if (n == -EINTR) continue;
-    status = n;  // -EAGAIN: drained; 0: EOF; < 0: error
+    status = n;  // -EAGAIN: drained; -EBUSY: a watch's receive has them; 0: EOF; < 0: error
   }
   return progress;
 }
@@ -266,7 +266,7 @@ bool Stream::receive_locked(bool* more) {
       // the payload itself goes straight to its place.
       const std::size_t want = large_payloads_ ? kSmallRead : bounce_.size();
       large_payloads_ = false;
-      status = io::recv_some(fd_.get(), ByteSpan(bounce_.data(), want));
+      status = engine_.backend().try_recv(fd_.get(), ByteSpan(bounce_.data(), want));
       if (status == -EINTR) {
         status = 1;
         continue;
@@ -277,7 +277,7 @@ bool Stream::receive_locked(bool* more) {
         continue;
       }
     }
-    if (status == -EAGAIN || status == -EWOULDBLOCK) return progress;
+    if (status == -EAGAIN || status == -EWOULDBLOCK || status == -EBUSY) return progress;
     if (qp_ == nullptr) return progress;  // the stream ended while the QP handled the bytes
     receive_ended_locked(status);
     return true;
@@ -326,14 +326,12 @@ void Stream::watch_locked(bool maybe_readable) {
   // (one copy), where the watch's receive would take it through the bounce buffer. Nor while
   // an application spins on the CQ: the bytes the watch received would wait for this thread,
   // while a readiness watch leaves them to the poller.
-  if (!maybe_readable && !direct_pending_ && engine_.backend().receives_with_watch() &&
-      !application_spinning()) {
+  if (!maybe_readable && !direct_pending_ && !application_spinning()) {
     // As receive_locked sizes its reads into the bounce buffer.
     watch_want_ = large_payloads_ ? kSmallRead : bounce_.size();
     large_payloads_ = false;
     into = ByteSpan(bounce_.data(), watch_want_);
   }
-  watch_receiving_ = !into.empty();
   engine_.backend().watch_readable(fd_.get(), maybe_readable, into);
 }
 
@@ -376,14 +374,13 @@ bool Stream::direct_target_pending_locked() {
   return qp_->rx_open_locked() && qp_->rx_direct_target_locked().size() >= kDirectMin;
 }
 
-void Stream::on_readable(long received) {
+void Stream::on_readable(std::optional<long> received) {
   std::lock_guard lock(mu_);
   watching_ = false;
-  watch_receiving_ = false;
   if (qp_ == nullptr) return;
   // The backend may have received the first bytes already; after a short receive the socket
   // is empty and only needs watching again.
-  const bool maybe_more = received == kReadinessOnly || take_watched_locked(received);
+  const bool maybe_more = !received || take_watched_locked(*received);
   if (qp_ == nullptr) return;
   if (claimed(Clock::now())) {
     // An application is polling this stream: leave the bytes to it, stop watching (no more
@@ -433,8 +430,9 @@ bool Stream::poll_rx(bool claim) {
     }
   }
   std::unique_lock lock(mu_, std::try_to_lock);
-  // While the backend receives for an armed watch, the bytes come with on_readable.
-  if (!lock.owns_lock() || qp_ == nullptr || watch_receiving_) return false;
+  // While the backend receives for an armed watch, the bytes come with on_readable (receives
+  // here say -EBUSY meanwhile).
+  if (!lock.owns_lock() || qp_ == nullptr) return false;
   std::lock_guard qlock(qp_->mutex());
   bool more = false;
   const bool progress = receive_locked(&more);

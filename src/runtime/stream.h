@@ -7,9 +7,9 @@
 // calls are made here, under mu_ and the QP lock, by whichever thread gets mu_: the engine
 // thread on readiness, or an application thread polling a CQ of the QP (poll_rx, via
 // verbs::CqPollSource), which only try-locks mu_ and so never waits for the engine thread.
-// A backend that receives with the watch (io_uring) reads the first bytes into the bounce
-// buffer itself; while that watch is armed, poll_rx leaves the socket alone (a poller's claim
-// still makes the engine thread stop watching after it).
+// A watch names the bounce buffer, and a backend that can (io_uring) reads the first bytes into
+// it itself; until that report has been handled, receives by a poller say -EBUSY (a poller's
+// claim still makes the engine thread stop watching after it).
 //
 // Hand-off: an application that spins on a CQ (polls again within kSpinGap) claims the stream
 // for kHandoff. A readiness report that finds the stream claimed is left to the poller: the
@@ -73,7 +73,7 @@ class Stream final : public io::IoHandler,
   void tx_abandon() override;
 
   // io::IoHandler (engine thread).
-  void on_readable(long received) override;
+  void on_readable(std::optional<long> received) override;
   void on_send(long result) override;
 
   // Any thread, no locks held: receives and processes what the socket holds, exactly as the
@@ -117,7 +117,8 @@ class Stream final : public io::IoHandler,
   bool feed_bounce_locked(std::size_t n, std::size_t want);
   // A receive found the end of the stream (0) or failed (-errno): the stream ends.
   void receive_ended_locked(long status);
-  // Watches for readability; with a backend that receives with the watch, into the bounce buffer.
+  // Watches for readability, naming the bounce buffer for the backend to receive into unless
+  // maybe_readable, a large payload is next, or an application spins on the CQ.
   void watch_locked(bool maybe_readable);
   // What the backend received for the watch (io::IoHandler::on_readable), fed to the QP; false
   // if the socket is empty or the stream ended.
@@ -148,7 +149,6 @@ class Stream final : public io::IoHandler,
   std::vector<std::uint8_t> bounce_;
   bool large_payloads_ = false;
   bool watching_ = false;          // a readiness watch is armed (mu_)
-  bool watch_receiving_ = false;   // ... and the backend receives into bounce_ for it (mu_)
   std::size_t watch_want_ = 0;     // how many bytes that receive asks for (mu_)
   bool direct_pending_ = false;    // when last received, a large placement target waited (mu_)
   std::uint64_t handback_timer_ = 0;  // pending hand-back check (mu_)
