@@ -1,0 +1,52 @@
+#include "runtime/poll_handoff.h"
+
+#include <algorithm>
+#include <cstdlib>
+
+namespace uwarp::runtime {
+namespace {
+std::int64_t now_ns(Clock::time_point t) {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(t.time_since_epoch()).count();
+}
+}  // namespace
+
+std::chrono::microseconds PollHandoff::handoff() {
+  static const std::chrono::microseconds value = [] {
+    const char* v = std::getenv("UWARP_POLL_HANDOFF_US");
+    return v != nullptr ? std::chrono::microseconds(std::strtol(v, nullptr, 10)) : kHandoff;
+  }();
+  return value;
+}
+
+void PollHandoff::polled(bool claim) {
+  if (!claim) return;
+  const std::int64_t now = now_ns(Clock::now());
+  const std::int64_t prev = last_poll_ns_.exchange(now, std::memory_order_relaxed);
+  if (now - prev < std::chrono::nanoseconds(kSpinGap).count()) {
+    claimed_at_ns_.store(now, std::memory_order_relaxed);
+  }
+}
+
+void PollHandoff::release() {
+  claimed_at_ns_.store(0, std::memory_order_relaxed);
+  last_poll_ns_.store(0, std::memory_order_relaxed);
+}
+
+bool PollHandoff::spinning() const {
+  const std::int64_t last_poll = last_poll_ns_.load(std::memory_order_relaxed);
+  return now_ns(Clock::now()) - last_poll < std::chrono::nanoseconds(kSpinGap).count();
+}
+
+bool PollHandoff::claimed(Clock::time_point now) const {
+  const std::int64_t at = claimed_at_ns_.load(std::memory_order_relaxed);
+  return at != 0 && now_ns(now) - at < std::chrono::nanoseconds(handoff()).count();
+}
+
+Clock::time_point PollHandoff::next_check(int checks_so_far) const {
+  // Each check is a wake-up that takes the core from a poller for a moment.
+  const std::int64_t at = claimed_at_ns_.load(std::memory_order_relaxed);
+  const auto lapse = Clock::time_point(std::chrono::nanoseconds(at)) + handoff();
+  return checks_so_far == 0 ? lapse : std::max(lapse, Clock::now() + kRecheck);
+}
+
+}  // namespace uwarp::runtime

@@ -1,0 +1,55 @@
+// PollHandoff: which thread receives on a stream, the engine thread or an application that
+// busy-polls one of the QP's CQs (docs/threading.md, "Busy polling").
+//
+// An application that spins on a CQ (polls again within kSpinGap) claims the stream for
+// handoff() (kHandoff by default). A readiness report that finds the stream claimed is left to
+// the poller: the engine thread does not watch again and checks back when the claim lapses,
+// then every kRecheck while it is renewed. Once the application has not polled for handoff(),
+// or arms the CQ (release: at once), the engine thread receives and watches again. So bytes
+// wait for a receiver at most handoff() after the application's last poll, or kRecheck after
+// the engine's previous check, even if the application stops polling for good.
+//
+// Threads: any; the state is two atomics (relaxed: a stale reading only delays a hand-over by
+// one check).
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+
+#include "runtime/engine.h"
+
+namespace uwarp::runtime {
+
+class PollHandoff {
+ public:
+  // How long a claim keeps the engine thread from receiving: UWARP_POLL_HANDOFF_US from the
+  // environment (0: no hand-off), else kHandoff.
+  static constexpr std::chrono::microseconds kHandoff{100};
+  static std::chrono::microseconds handoff();
+  // A poll within kSpinGap of the previous one claims the stream.
+  static constexpr std::chrono::microseconds kSpinGap{20};
+  // While an application keeps polling, how often the engine thread checks the claim.
+  static constexpr std::chrono::microseconds kRecheck{1000};
+
+  // An application polled (claim: it will keep polling). Only a poll that follows another one
+  // closely claims the stream: an application that spins on the CQ, not one that polls now and
+  // then and waits on memory meanwhile (as ib_write_lat does; it needs the engine thread to
+  // place its data).
+  void polled(bool claim);
+  // The application is going to sleep (it armed the CQ): the claim ends at once.
+  void release();
+  // An application polled within kSpinGap.
+  bool spinning() const;
+  bool claimed(Clock::time_point now) const;
+  // When the engine thread should look at a claimed stream again: when the claim lapses for
+  // the first check of a hand-off period, and no sooner than kRecheck from now for later ones.
+  Clock::time_point next_check(int checks_so_far) const;
+
+ private:
+  // When an application last claimed the stream (steady clock, ns; 0: none or handed back).
+  std::atomic<std::int64_t> claimed_at_ns_{0};
+  std::atomic<std::int64_t> last_poll_ns_{0};
+};
+
+}  // namespace uwarp::runtime

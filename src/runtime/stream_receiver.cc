@@ -1,0 +1,104 @@
+#include "runtime/stream_receiver.h"
+
+#include <cerrno>
+
+namespace uwarp::runtime {
+
+StreamReceiver::StreamReceiver(io::IoBackend& backend, int fd)
+    : backend_(backend), fd_(fd), bounce_(kBounceInitial) {}
+
+std::size_t StreamReceiver::next_bounce_want() {
+  const std::size_t want = large_payloads_ ? kSmallRead : bounce_.size();
+  large_payloads_ = false;
+  return want;
+}
+
+bool StreamReceiver::receive_direct(verbs::QueuePair& qp, long& status) {
+  bool progress = false;
+  for (int i = 0; i < 64 && status > 0; ++i) {
+    const ByteSpan target = qp.rx_direct_target_locked();
+    if (target.size() < kDirectMin || !qp.rx_open_locked()) break;
+    large_payloads_ = true;
+    const long n = backend_.try_recv(fd_, target);
+    if (n > 0) {
+      bytes_ += static_cast<std::size_t>(n);
+      qp.rx_commit_locked(static_cast<std::size_t>(n));
+      progress = true;
+      if (static_cast<std::size_t>(n) < target.size()) status = -EAGAIN;  // a short read: empty
+      continue;
+    }
+    if (n == -EINTR) continue;
+    status = n;  // -EAGAIN: drained; -EBUSY: a watch's receive has them; 0: EOF; < 0: error
+  }
+  return progress;
+}
+
+StreamReceiver::Outcome StreamReceiver::receive(verbs::QueuePair& qp) {
+  Outcome out;
+  long status = 1;
+  for (int round = 0; round < kRxRounds; ++round) {
+    if (qp.rx_open_locked()) out.progress |= receive_direct(qp, status);
+    if (status > 0) {
+      const std::size_t want = next_bounce_want();
+      status = backend_.try_recv(fd_, ByteSpan(bounce_.data(), want));
+      if (status == -EINTR) {
+        status = 1;
+        continue;
+      }
+      if (status > 0) {
+        out.progress = true;
+        if (!feed_bounce(qp, static_cast<std::size_t>(status), want)) return out;
+        continue;
+      }
+    }
+    if (status == -EAGAIN || status == -EWOULDBLOCK || status == -EBUSY) return out;
+    out.ended = true;
+    out.status = status;
+    out.progress = true;
+    return out;
+  }
+  out.more = true;
+  return out;
+}
+
+bool StreamReceiver::feed_bounce(verbs::QueuePair& qp, std::size_t n, std::size_t want) {
+  bytes_ += n;
+  // After a Terminate (either way) incoming bytes are read and dropped until the peer closes.
+  if (qp.rx_open_locked()) qp.rx_feed_locked(ConstByteSpan(bounce_.data(), n));
+  if (n == bounce_.size() && bounce_.size() < kBounceSize) {
+    bounce_.resize(bounce_.size() * 2);  // no receive into it is in flight (the caller's locks)
+  }
+  // A short read emptied the socket (io::IoBackend::watch_readable): no receive that would only
+  // say EAGAIN.
+  return n >= want;
+}
+
+ByteSpan StreamReceiver::watch_buffer() {
+  // Not while a payload is on its way to its place: this receiver receives it there directly
+  // (one copy), where the watch's receive would take it through the bounce buffer.
+  if (direct_pending_) return {};
+  watch_want_ = next_bounce_want();
+  return ByteSpan(bounce_.data(), watch_want_);
+}
+
+StreamReceiver::Outcome StreamReceiver::take_watched(verbs::QueuePair& qp, long received) {
+  Outcome out;
+  if (received == -EINTR || received == -EAGAIN || received == -EWOULDBLOCK) {
+    out.more = true;
+    return out;
+  }
+  out.progress = true;
+  if (received <= 0) {
+    out.ended = true;
+    out.status = received;
+    return out;
+  }
+  out.more = feed_bounce(qp, static_cast<std::size_t>(received), watch_want_);
+  return out;
+}
+
+void StreamReceiver::note_direct_target(verbs::QueuePair& qp) {
+  direct_pending_ = qp.rx_open_locked() && qp.rx_direct_target_locked().size() >= kDirectMin;
+}
+
+}  // namespace uwarp::runtime

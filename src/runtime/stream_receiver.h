@@ -1,0 +1,80 @@
+// StreamReceiver: the receive side of one stream. It receives into a bounce buffer and, once a
+// segment header says where a large payload goes, straight into that registered memory (one
+// copy), and feeds what it received to the QP's engine.
+//
+// Contract with the backend (io::IoBackend::watch_readable): after each readiness report it
+// receives until the socket is empty (EAGAIN, or a short read) or a bound (then it reports
+// `more`, and the stream watches with maybe_readable). -EBUSY (a watch's own receive has the
+// next bytes) counts as empty.
+//
+// Lock: the stream mutex and the QP lock, held by the caller for every call (the thread is
+// whichever holds them: the engine thread or a polling application thread).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "base/bytes.h"
+#include "io/backend.h"
+#include "verbs/queue_pair.h"
+
+namespace uwarp::runtime {
+
+class StreamReceiver {
+ public:
+  // What a receive call found.
+  struct Outcome {
+    bool progress = false;  // bytes were received
+    bool more = false;      // stopped at the bound, not at an empty socket: receive again soon
+    bool ended = false;     // the stream ended: `status` is 0 (the peer closed) or -errno
+    long status = 0;
+  };
+
+  StreamReceiver(io::IoBackend& backend, int fd);
+
+  // Receives until the socket is empty, the stream ends, or kRxRounds receives.
+  Outcome receive(verbs::QueuePair& qp);
+  // The buffer a watch may receive into (see io::IoBackend::watch_readable), or an empty span
+  // when the next bytes are a large payload (this receiver places those itself, one copy).
+  ByteSpan watch_buffer();
+  // What the backend received into watch_buffer() for the watch: fed to the QP. `more`: the
+  // receive was not short, so the socket may hold more.
+  Outcome take_watched(verbs::QueuePair& qp, long received);
+  // Looks at the QP after its bytes were handled: is a large placement target next?
+  void note_direct_target(verbs::QueuePair& qp);
+  std::uint64_t bytes() const { return bytes_; }
+
+  // The bounce buffer starts small (an idle QP costs little memory) and doubles, up to the
+  // largest size, each time a receive fills it. 32 KiB: 4 KiB Writes over 1000 QPs cost 47 KiB
+  // per QP in all (70 KiB with 64 KiB), at the same single-QP speed (docs/performance.md).
+  static constexpr std::size_t kBounceInitial = 4 * 1024;
+  static constexpr std::size_t kBounceSize = 32 * 1024;
+  // A placement target at least this large is received into directly.
+  static constexpr std::size_t kDirectMin = 2048;
+  // With large payloads, the bounce buffer receives only this much (trailer, next header), so
+  // that the payload itself goes straight to its place.
+  static constexpr std::size_t kSmallRead = 512;
+  // Receives per call before the thread lets others run (each up to the bounce buffer's size,
+  // or a direct-placement round).
+  static constexpr int kRxRounds = 16;
+
+ private:
+  // Receives straight into the placement target while one is pending and large.
+  bool receive_direct(verbs::QueuePair& qp, long& status);
+  // Feeds n bytes received into the bounce buffer by a receive that asked for `want`; false if
+  // the receive was short (the socket is empty).
+  bool feed_bounce(verbs::QueuePair& qp, std::size_t n, std::size_t want);
+  // How much the next receive into the bounce buffer asks for.
+  std::size_t next_bounce_want();
+
+  io::IoBackend& backend_;
+  const int fd_;
+  std::vector<std::uint8_t> bounce_;
+  bool large_payloads_ = false;  // the last receive placed a large payload directly
+  bool direct_pending_ = false;  // when last looked, a large placement target waited
+  std::size_t watch_want_ = 0;   // how many bytes the watch's receive asks for
+  std::uint64_t bytes_ = 0;
+};
+
+}  // namespace uwarp::runtime

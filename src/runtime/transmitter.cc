@@ -1,0 +1,134 @@
+#include "runtime/transmitter.h"
+
+#include <cerrno>
+#include <cstring>
+
+namespace uwarp::runtime {
+
+std::size_t max_ulpdu_for_mss(std::size_t mss) {
+  if (mss == 0) mss = 1448;
+  return wire::max_ulpdu_for_fpdu_size(mss & ~std::size_t{7});
+}
+
+Transmitter::Transmitter(Engine& engine, int fd) : engine_(engine), fd_(fd) {}
+
+std::size_t Transmitter::first_max_ulpdu() {
+  mss_ = io::tcp_mss(fd_);
+  mss_checked_ = Clock::now();
+  return max_ulpdu_for_mss(mss_);
+}
+
+void Transmitter::refresh_fpdu_size(verbs::QueuePair& qp) {
+  // A path MTU change is rare, and an FPDU sized for the old MSS is still correct (TCP splits
+  // it; the peer reassembles), so the system call is made at most every kMssRecheck: it was the
+  // most frequent one on the small-message path.
+  const Clock::time_point now = Clock::now();
+  if (now - mss_checked_ < kMssRecheck) return;
+  mss_checked_ = now;
+  const std::size_t mss = io::tcp_mss(fd_);
+  if (mss != 0 && mss != mss_) {
+    mss_ = mss;
+    qp.set_max_ulpdu_locked(max_ulpdu_for_mss(mss));
+  }
+}
+
+void Transmitter::apply_send_share() {
+  const std::size_t lowat = engine_.notsent_lowat();
+  if (lowat == notsent_lowat_) return;
+  notsent_lowat_ = lowat;
+  io::set_notsent_lowat(fd_, lowat);  // best effort: without it TCP takes all it can
+}
+
+Transmitter::Outcome Transmitter::pump(verbs::QueuePair& qp) {
+  if (pumping_) {
+    pump_again_ = true;
+    return Outcome::kNone;
+  }
+  pumping_ = true;
+  do {
+    pump_again_ = false;
+    fill_and_send(qp);
+  } while (pump_again_ && !stopped_);
+  pumping_ = false;
+  return finish();
+}
+
+void Transmitter::fill_and_send(verbs::QueuePair& qp) {
+  while (!send_armed_ && !write_shut_ && !stopped_ && error_ == 0) {
+    if (batch_.empty()) {
+      refresh_fpdu_size(qp);
+      apply_send_share();
+      if (!qp.tx_fill_locked(batch_)) return;
+    }
+    const long n = io::send_iov(fd_, batch_.pending());
+    if (n >= 0) {
+      consume(qp, static_cast<std::size_t>(n));
+      continue;
+    }
+    if (n == -EAGAIN || n == -EWOULDBLOCK) {
+      send_armed_ = true;
+      engine_.backend().send(fd_, batch_.pending());
+      return;
+    }
+    if (n == -EINTR) continue;
+    error_ = n;
+    failed_now_ = true;
+    return;
+  }
+}
+
+void Transmitter::consume(verbs::QueuePair& qp, std::size_t n) {
+  bytes_ += n;
+  batch_.consume(n);
+  std::uint64_t cookie;
+  while (batch_.pop_sent(cookie)) qp.tx_sent_locked(cookie);
+}
+
+Transmitter::Outcome Transmitter::on_send(verbs::QueuePair& qp, long result) {
+  send_armed_ = false;
+  if (abandon_pending_ && result >= 0) {
+    abandon_pending_ = false;
+    batch_.consume(static_cast<std::size_t>(result));
+    result = 0;
+    batch_.abandon_after_current_fpdu();
+  }
+  if (result < 0) {
+    error_ = result;
+    return Outcome::kFailed;
+  }
+  consume(qp, static_cast<std::size_t>(result));
+  return pump(qp);
+}
+
+void Transmitter::abandon() {
+  // While the backend sends from the batch it must not change; it is trimmed once that send
+  // completes (the bytes of that one send may still be read after the flush completions).
+  if (send_armed_) {
+    abandon_pending_ = true;
+    return;
+  }
+  batch_.abandon_after_current_fpdu();
+}
+
+Transmitter::Outcome Transmitter::request_shutdown() {
+  shutdown_requested_ = true;
+  return pumping_ ? Outcome::kNone : finish();
+}
+
+Transmitter::Outcome Transmitter::finish() {
+  if (failed_now_) {
+    failed_now_ = false;
+    return Outcome::kFailed;
+  }
+  if (error_ != 0) return Outcome::kNone;
+  if (!shutdown_requested_ || write_shut_ || send_armed_ || !batch_.empty()) return Outcome::kNone;
+  write_shut_ = true;
+  io::shutdown_write(fd_);
+  return Outcome::kWriteShut;
+}
+
+std::string Transmitter::failure() const {
+  return std::string("send failed: ") + std::strerror(static_cast<int>(-error_));
+}
+
+}  // namespace uwarp::runtime

@@ -1,0 +1,87 @@
+// Transmitter: the transmit side of one stream. It fills batches of FPDUs from the QP's
+// engine and sends them with vectored non-blocking sends, inline on the calling thread while
+// the socket takes them, else through the backend once it is writable (one send at a time);
+// it reports each message handed to TCP completely, sizes FPDUs from the TCP MSS and the
+// socket's unsent bytes from the engine's send budget, and closes the write side once asked
+// and drained.
+//
+// Lock: the QP lock, held by the caller for every call (the posting thread, a polling thread
+// or the engine thread); the members belong to the engine thread once the QP is unbound.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+#include "io/backend.h"
+#include "proto/tx_batch.h"
+#include "runtime/engine.h"
+#include "verbs/queue_pair.h"
+
+namespace uwarp::runtime {
+
+class Transmitter {
+ public:
+  // What a call left for the stream to do.
+  enum class Outcome : std::uint8_t {
+    kNone,
+    kFailed,    // a send failed (error()), reported once: no more sends; the stream is to end
+    kWriteShut  // the write side has just been closed: wait (bounded) for the peer's close
+  };
+
+  Transmitter(Engine& engine, int fd);
+
+  // The FPDU size for the connection's MSS as it is now (read once, at attach).
+  std::size_t first_max_ulpdu();
+  // Fills and sends until the socket is full, the engine has nothing, or sending stopped.
+  Outcome pump(verbs::QueuePair& qp);
+  // The backend's send (io::IoHandler::on_send) completed with `result`.
+  Outcome on_send(verbs::QueuePair& qp, long result);
+  // The QP entered ERROR: drop what is queued after the FPDU being sent (verbs::QpLink).
+  void abandon();
+  // Close the write side once everything queued is sent.
+  Outcome request_shutdown();
+  // No more sends (the stream is being torn down).
+  void stop() { stopped_ = true; }
+
+  bool pumping() const { return pumping_; }
+  long error() const { return error_; }
+  std::string failure() const;  // the failed send's error, as a reason
+  std::uint64_t bytes() const { return bytes_; }
+
+ private:
+  void fill_and_send(verbs::QueuePair& qp);
+  void consume(verbs::QueuePair& qp, std::size_t n);
+  Outcome finish();
+  // Linux siw reads the MSS before each FPDU; here at most every kMssRecheck.
+  void refresh_fpdu_size(verbs::QueuePair& qp);
+  // Sets the socket's TCP_NOTSENT_LOWAT to this stream's share of the engine's send budget
+  // when that share has changed.
+  void apply_send_share();
+
+  static constexpr std::chrono::milliseconds kMssRecheck{100};
+
+  Engine& engine_;
+  const int fd_;
+  proto::TxBatch batch_;
+  bool send_armed_ = false;       // the backend is sending from batch_
+  bool abandon_pending_ = false;  // abandon() while the backend was sending: apply in on_send
+  bool pumping_ = false;          // inside pump (the QP may call back into the stream)
+  bool pump_again_ = false;
+  long error_ = 0;                // a send failed (-errno)
+  bool failed_now_ = false;       // ... and the stream has not yet been told
+  bool shutdown_requested_ = false;
+  bool write_shut_ = false;
+  bool stopped_ = false;
+  std::uint64_t bytes_ = 0;
+  std::size_t mss_ = 0;
+  Clock::time_point mss_checked_{};  // when refresh_fpdu_size last read the MSS
+  std::size_t notsent_lowat_ = 0;    // the share last set on the socket (0: the kernel's default)
+};
+
+// The largest ULPDU for a TCP MSS, as Linux siw sizes FPDUs: the MSS rounded down to a multiple
+// of 8 bounds the whole FPDU, so each FPDU fits in one segment.
+std::size_t max_ulpdu_for_mss(std::size_t mss);
+
+}  // namespace uwarp::runtime
