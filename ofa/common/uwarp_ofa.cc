@@ -53,7 +53,7 @@ SharedReceiveQueue* srq_of(ibv_srq* srq) noexcept {
 bool qp_has_connection(ibv_qp* qp) noexcept {
   if (qp == nullptr) return false;
   const auto& impl = detail::Access::impl(OfaQp::from(qp)->core);
-  std::lock_guard lock(impl->mu);
+  MutexLock lock(impl->mu);
   return impl->connection != nullptr;
 }
 

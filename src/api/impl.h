@@ -3,8 +3,8 @@
 #pragma once
 
 #include <memory>
-#include <mutex>
 
+#include "base/mutex.h"
 #include "cm/connection.h"
 #include "cm/events.h"
 #include "runtime/completion_channel.h"
@@ -35,10 +35,10 @@ struct PdImpl {
 struct MrImpl {
   std::shared_ptr<PdImpl> pd;
   verbs::MemoryRegionRef mr;
-  std::mutex mu;
-  bool registered = true;
+  Mutex mu;
+  bool registered GUARDED_BY(mu) = true;
   void deregister() {
-    std::lock_guard lock(mu);
+    MutexLock lock(mu);
     if (!registered) return;
     registered = false;
     pd->ctx->device.stags().erase(mr->stag);
@@ -79,12 +79,12 @@ struct QpImpl {
   std::shared_ptr<CqImpl> recv_cq;
   std::shared_ptr<SrqImpl> srq;
   std::unique_ptr<verbs::QueuePair> qp;
-  std::mutex mu;
+  Mutex mu;
   // The connection carrying this QP lives at least as long as the QP.
-  std::shared_ptr<cm::Connection> connection;
+  std::shared_ptr<cm::Connection> connection GUARDED_BY(mu);
   void bind(const std::shared_ptr<cm::Connection>& c) {
     std::shared_ptr<cm::Connection> old;
-    std::lock_guard lock(mu);
+    MutexLock lock(mu);
     old = std::exchange(connection, c);
     if (old && old != c) old->abort();
   }
@@ -92,7 +92,7 @@ struct QpImpl {
     // The connection must stop using the QP before it goes.
     std::shared_ptr<cm::Connection> c;
     {
-      std::lock_guard lock(mu);
+      MutexLock lock(mu);
       c = std::move(connection);
     }
     if (c) c->abort();

@@ -25,11 +25,11 @@
 #include <algorithm>
 #include <atomic>
 #include <cerrno>
-#include <mutex>
 #include <thread>
 #include <unordered_map>
 #include <vector>
 
+#include "base/mutex.h"
 #include "io/backend.h"
 
 namespace uwarp::io {
@@ -48,7 +48,7 @@ class EpollBackend final : public IoBackend {
 
   Status attach(int fd, IoHandler* handler) override {
     {
-      std::lock_guard lock(mu_);
+      MutexLock lock(mu_);
       FdState& s = fds_[fd];
       s = FdState{};
       s.handler = handler;
@@ -57,7 +57,7 @@ class EpollBackend final : public IoBackend {
     ev.events = kAllEvents;
     ev.data.fd = fd;
     if (::epoll_ctl(epfd_.get(), EPOLL_CTL_ADD, fd, &ev) != 0) {
-      std::lock_guard lock(mu_);
+      MutexLock lock(mu_);
       fds_.erase(fd);
       return Status(Errc::kIoError, "epoll_ctl(ADD) failed");
     }
@@ -66,7 +66,7 @@ class EpollBackend final : public IoBackend {
 
   void detach(int fd) override {
     ::epoll_ctl(epfd_.get(), EPOLL_CTL_DEL, fd, nullptr);
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     fds_.erase(fd);
   }
 
@@ -78,7 +78,7 @@ class EpollBackend final : public IoBackend {
     });
   }
   void send(int fd, std::span<const iovec> iov) override {
-    arm(fd, [&](FdState& s) {
+    arm(fd, [&](FdState& s) REQUIRES(mu_) {
       s.send_armed = true;
       s.send_iov = iov;
       want_write_locked(fd, s);
@@ -88,7 +88,7 @@ class EpollBackend final : public IoBackend {
   long try_recv(int fd, ByteSpan into) override { return recv_some(fd, into); }
   std::string_view name() const override { return "epoll"; }
   void watch_readable(int fd, bool maybe_readable, ByteSpan /*into: readiness only*/) override {
-    arm(fd, [&](FdState& s) {
+    arm(fd, [&](FdState& s) REQUIRES(mu_) {
       s.watch_mode = true;
       s.watch_armed = true;
       if (maybe_readable || s.peer_closed) s.readable = true;
@@ -103,7 +103,7 @@ class EpollBackend final : public IoBackend {
     });
   }
   void connect_wait(int fd) override {
-    arm(fd, [&](FdState& s) {
+    arm(fd, [&](FdState& s) REQUIRES(mu_) {
       s.connect_armed = true;
       s.writable = false;  // a connecting socket is not writable until the handshake ends
       want_write_locked(fd, s);
@@ -119,13 +119,13 @@ class EpollBackend final : public IoBackend {
   std::size_t run_once(std::chrono::microseconds timeout) override {
     loop_thread_.store(std::this_thread::get_id(), std::memory_order_relaxed);
     {
-      std::lock_guard lock(mu_);
+      MutexLock lock(mu_);
       if (!ready_.empty()) timeout = std::chrono::microseconds(0);
     }
     epoll_event events[64];
     const int n = wait(events, 64, timeout);
     {
-      std::lock_guard lock(mu_);
+      MutexLock lock(mu_);
       for (int i = 0; i < n; ++i) {
         const int fd = events[i].data.fd;
         if (fd == wake_fd_.get()) {
@@ -156,7 +156,7 @@ class EpollBackend final : public IoBackend {
     }
     {
       // The two vectors trade buffers, so that a wake-up allocates nothing once they have grown.
-      std::lock_guard lock(mu_);
+      MutexLock lock(mu_);
       batch_.swap(ready_);
     }
     std::sort(batch_.begin(), batch_.end());
@@ -202,7 +202,7 @@ class EpollBackend final : public IoBackend {
   static constexpr std::uint32_t kAllEvents = EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLET;
 
   // mu_ held. EPOLLHUP and EPOLLERR are reported whatever the mask.
-  void set_interest_locked(int fd, FdState& s, bool read, bool write) {
+  void set_interest_locked(int fd, FdState& s, bool read, bool write) REQUIRES(mu_) {
     epoll_event ev{};
     ev.events = EPOLLET | (read ? EPOLLIN | EPOLLRDHUP : 0u) | (write ? EPOLLOUT : 0u);
     ev.data.fd = fd;
@@ -212,15 +212,16 @@ class EpollBackend final : public IoBackend {
     }
   }
   // mu_ held: a send or connect is being armed; it needs EPOLLOUT edges.
-  void want_write_locked(int fd, FdState& s) {
+  void want_write_locked(int fd, FdState& s) REQUIRES(mu_) {
     if (!s.write_interest) set_interest_locked(fd, s, s.read_interest, true);
   }
 
+  // Arms an operation: f(state), run under mu_, returns whether it may be performed now.
   template <typename F>
   void arm(int fd, F&& f) {
     bool now = false;
     {
-      std::lock_guard lock(mu_);
+      MutexLock lock(mu_);
       auto it = fds_.find(fd);
       if (it == fds_.end()) return;
       now = f(it->second);
@@ -239,7 +240,7 @@ class EpollBackend final : public IoBackend {
 
   // mu_ taken: the next operation armed and ready on fd, in priority order (kNone: none).
   Step next_step(int fd) {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     Step step;
     auto it = fds_.find(fd);
     if (it == fds_.end()) return step;
@@ -295,7 +296,7 @@ class EpollBackend final : public IoBackend {
       }
     }
     // Still armed and ready after a few rounds: let other fds run first.
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     auto it = fds_.find(fd);
     if (it != fds_.end()) ready_.push_back(fd);
   }
@@ -305,7 +306,7 @@ class EpollBackend final : public IoBackend {
     SocketAddress peer;
     auto conn = tcp_accept(fd, &peer);
     if (!conn && conn.error().code() == Errc::kBusy) {
-      std::lock_guard lock(mu_);
+      MutexLock lock(mu_);
       auto it = fds_.find(fd);
       if (it != fds_.end()) it->second.readable = false;
       return false;
@@ -317,7 +318,7 @@ class EpollBackend final : public IoBackend {
   // After a system call: EAGAIN clears the readiness flag and keeps the operation armed (returns
   // false); anything else disarms it (returns true: complete it).
   bool finish(int fd, long result, bool FdState::*ready, bool FdState::*armed) {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     auto it = fds_.find(fd);
     if (it == fds_.end()) return false;
     if (result == -EAGAIN || result == -EWOULDBLOCK) {
@@ -331,9 +332,9 @@ class EpollBackend final : public IoBackend {
 
   Fd epfd_;
   Fd wake_fd_;
-  std::mutex mu_;
-  std::unordered_map<int, FdState> fds_;
-  std::vector<int> ready_;
+  Mutex mu_;
+  std::unordered_map<int, FdState> fds_ GUARDED_BY(mu_);
+  std::vector<int> ready_ GUARDED_BY(mu_);
   std::vector<int> batch_;  // loop thread only: the fds run_once is performing
   std::atomic<std::thread::id> loop_thread_{};
   bool pwait2_ = true;  // loop thread only

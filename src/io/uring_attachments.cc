@@ -6,7 +6,7 @@
 namespace uwarp::io::uring {
 
 void Attachments::attach(int fd, IoHandler* handler) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   const std::uint64_t id = next_id_++;
   // An fd attached again without detach: its old operations complete into nothing.
   if (auto old = ids_.find(fd); old != ids_.end() && states_[old->second].inflight == 0) {
@@ -19,7 +19,7 @@ void Attachments::attach(int fd, IoHandler* handler) {
 }
 
 std::uint64_t Attachments::detach(int fd, bool* inflight) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   *inflight = false;
   auto it = ids_.find(fd);
   if (it == ids_.end()) return 0;
@@ -36,7 +36,7 @@ std::uint64_t Attachments::detach(int fd, bool* inflight) {
 }
 
 bool Attachments::completed_after_detach(std::uint64_t id) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   auto it = states_.find(id);
   if (it == states_.end()) return true;
   if (--it->second.inflight > 0) return false;
@@ -45,7 +45,7 @@ bool Attachments::completed_after_detach(std::uint64_t id) {
 }
 
 bool Attachments::start_immediate(int fd) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   auto it = ids_.find(fd);
   if (it == ids_.end()) return false;
   immediate_.push_back(it->second);
@@ -54,13 +54,13 @@ bool Attachments::start_immediate(int fd) {
 
 void Attachments::take_started(std::vector<Request>& requests,
                                std::vector<std::uint64_t>& immediate) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   requests.swap(requests_);
   immediate.swap(immediate_);
 }
 
 bool Attachments::submitting(const Request& r, Operands& out) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   auto it = states_.find(r.id);
   if (it == states_.end() || !attached_locked(r.fd, r.id)) return false;
   State& s = it->second;
@@ -73,7 +73,7 @@ bool Attachments::submitting(const Request& r, Operands& out) {
 }
 
 bool Attachments::claim(std::uint64_t id, Op op, int res, Target& t) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   auto it = states_.find(id);
   if (it == states_.end()) return false;
   State& s = it->second;
@@ -94,31 +94,31 @@ bool Attachments::claim(std::uint64_t id, Op op, int res, Target& t) {
 }
 
 void Attachments::reported(std::uint64_t id) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   if (auto it = states_.find(id); it != states_.end()) --it->second.receiving;
 }
 
 bool Attachments::receiving(int fd, std::uint64_t reporting) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   auto it = ids_.find(fd);
   return it != ids_.end() && it->second != reporting && states_[it->second].receiving > 0;
 }
 
 IoHandler* Attachments::handler_of(std::uint64_t id) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   auto it = states_.find(id);
   return it != states_.end() && attached_locked(it->second.fd, id) ? it->second.handler : nullptr;
 }
 
 SocketAddress Attachments::accepted(std::uint64_t id, int fd) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   const SocketAddress peer = states_[id].peer;  // before the next accept is submitted into it
   requests_.push_back(Request{fd, id, Op::kAccept});  // accept stays armed
   return peer;
 }
 
 void Attachments::clear() {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   states_.clear();
   ids_.clear();
 }

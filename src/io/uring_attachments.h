@@ -11,11 +11,11 @@
 #include <sys/socket.h>
 
 #include <cstdint>
-#include <mutex>
 #include <unordered_map>
 #include <vector>
 
 #include "base/bytes.h"
+#include "base/mutex.h"
 #include "io/backend.h"
 #include "io/socket.h"
 
@@ -66,7 +66,7 @@ class Attachments {
   // is not attached.
   template <typename F>
   bool start(int fd, Op op, F&& set) {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     auto it = ids_.find(fd);
     if (it == ids_.end()) return false;
     set(states_[it->second]);
@@ -109,14 +109,15 @@ class Attachments {
 
  private:
   // mu_ held: `id` is the fd's current attachment (not detached, not attached again since).
-  bool attached_locked(int fd, std::uint64_t id) const;
+  bool attached_locked(int fd, std::uint64_t id) const REQUIRES(mu_);
 
-  std::mutex mu_;
-  std::unordered_map<int, std::uint64_t> ids_;        // attached fd -> its id (mu_)
-  std::unordered_map<std::uint64_t, State> states_;  // by id, until its last completion (mu_)
-  std::uint64_t next_id_ = 1;                         // (mu_)
-  std::vector<Request> requests_;                     // started, not yet submitted (mu_)
-  std::vector<std::uint64_t> immediate_;              // watches that fire at once (mu_)
+  Mutex mu_;
+  std::unordered_map<int, std::uint64_t> ids_ GUARDED_BY(mu_);  // attached fd -> its id
+  // By id, until its last completion.
+  std::unordered_map<std::uint64_t, State> states_ GUARDED_BY(mu_);
+  std::uint64_t next_id_ GUARDED_BY(mu_) = 1;
+  std::vector<Request> requests_ GUARDED_BY(mu_);         // started, not yet submitted
+  std::vector<std::uint64_t> immediate_ GUARDED_BY(mu_);  // watches that fire at once
 };
 
 }  // namespace uwarp::io::uring

@@ -50,7 +50,7 @@ Engine::~Engine() {
 
 void Engine::post(std::function<void()> task) {
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     tasks_.push_back(std::move(task));
   }
   backend_->wake();
@@ -72,7 +72,7 @@ void Engine::run_sync(const std::function<void()>& task) {
 std::uint64_t Engine::add_timer(Clock::time_point deadline, std::function<void()> fn) {
   std::uint64_t id;
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     id = next_timer_++;
     timers_.emplace(id, std::make_pair(deadline, std::move(fn)));
     timer_order_.emplace(deadline, id);
@@ -82,7 +82,7 @@ std::uint64_t Engine::add_timer(Clock::time_point deadline, std::function<void()
 }
 
 void Engine::cancel_timer(std::uint64_t id) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   timers_.erase(id);  // its timer_order_ entry is skipped when it comes up
 }
 
@@ -92,7 +92,7 @@ void Engine::retire(std::shared_ptr<void> object) {
 
 std::chrono::microseconds Engine::next_timeout() {
   constexpr std::chrono::microseconds kIdle = std::chrono::milliseconds(100);
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   if (!tasks_.empty()) return std::chrono::microseconds(0);
   if (timer_order_.empty()) return kIdle;
   const auto now = Clock::now();
@@ -107,7 +107,7 @@ void Engine::run_timers() {
   while (true) {
     std::function<void()> fn;
     {
-      std::lock_guard lock(mu_);
+      MutexLock lock(mu_);
       if (timer_order_.empty() || timer_order_.begin()->first > now) return;
       const std::uint64_t id = timer_order_.begin()->second;
       timer_order_.erase(timer_order_.begin());
@@ -129,7 +129,7 @@ void Engine::run() {
     if (backend_->run_once(timeout) > 0) last_busy = Clock::now();
     std::vector<std::function<void()>> tasks;
     {
-      std::lock_guard lock(mu_);
+      MutexLock lock(mu_);
       tasks.swap(tasks_);
     }
     for (auto& t : tasks) t();
@@ -138,7 +138,7 @@ void Engine::run() {
   // Drain what was posted before stop, so that retired objects are released on this thread.
   std::vector<std::function<void()>> tasks;
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     tasks.swap(tasks_);
   }
   for (auto& t : tasks) t();

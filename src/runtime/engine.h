@@ -21,6 +21,7 @@
 #include <unordered_set>
 #include <vector>
 
+#include "base/mutex.h"
 #include "io/backend.h"
 
 namespace uwarp::runtime {
@@ -68,11 +69,12 @@ class Engine {
   // Released by the destructor once its last wake() has returned: only then may the engine
   // thread destroy the backend.
   std::binary_semaphore last_wake_done_{0};
-  std::mutex mu_;
-  std::vector<std::function<void()>> tasks_;
-  std::multimap<Clock::time_point, std::uint64_t> timer_order_;
-  std::map<std::uint64_t, std::pair<Clock::time_point, std::function<void()>>> timers_;
-  std::uint64_t next_timer_ = 1;
+  Mutex mu_;
+  std::vector<std::function<void()>> tasks_ GUARDED_BY(mu_);
+  std::multimap<Clock::time_point, std::uint64_t> timer_order_ GUARDED_BY(mu_);
+  std::map<std::uint64_t, std::pair<Clock::time_point, std::function<void()>>> timers_
+      GUARDED_BY(mu_);
+  std::uint64_t next_timer_ GUARDED_BY(mu_) = 1;
   std::atomic<bool> stop_{false};
   const std::chrono::microseconds spin_;
   const std::size_t send_budget_ = default_send_budget();

@@ -4,9 +4,9 @@
 #pragma once
 
 #include <deque>
-#include <mutex>
 #include <optional>
 
+#include "base/mutex.h"
 #include "io/event_fd.h"
 
 namespace uwarp::runtime {
@@ -17,7 +17,7 @@ class EventQueue {
   int fd() const { return efd_.fd(); }
   void push(T event) {
     {
-      std::lock_guard lock(mu_);
+      MutexLock lock(mu_);
       events_.push_back(std::move(event));
     }
     efd_.signal();
@@ -26,7 +26,7 @@ class EventQueue {
   std::optional<T> take(int timeout_ms) {
     if (timeout_ms != 0 && !efd_.wait_readable(timeout_ms)) return std::nullopt;
     if (!efd_.take(false)) return std::nullopt;
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     if (events_.empty()) return std::nullopt;
     T e = std::move(events_.front());
     events_.pop_front();
@@ -37,7 +37,7 @@ class EventQueue {
   // many were replaced. Used when the object an event names goes away before delivery.
   template <typename Pred>
   std::size_t replace_if(Pred pred, const T& replacement) {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     std::size_t n = 0;
     for (T& e : events_) {
       if (pred(e)) {
@@ -52,7 +52,7 @@ class EventQueue {
   // when another consumer took the event first.
   std::optional<T> take_honouring_fd_mode() {
     if (!efd_.take(true)) return std::nullopt;
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     if (events_.empty()) return std::nullopt;
     T e = std::move(events_.front());
     events_.pop_front();
@@ -61,8 +61,8 @@ class EventQueue {
 
  private:
   io::EventFd efd_;
-  std::mutex mu_;
-  std::deque<T> events_;
+  Mutex mu_;
+  std::deque<T> events_ GUARDED_BY(mu_);
 };
 
 }  // namespace uwarp::runtime

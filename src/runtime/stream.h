@@ -1,21 +1,14 @@
 // Stream: drives one connected QP over its TCP socket: its lifetime (start, disconnect, abort,
-// teardown), its I/O callbacks, and who receives when. The work is done by its parts:
-// - StreamReceiver: the bounce buffer, direct placement, the receive loop;
-// - Transmitter: batches, inline and backend sends, FPDU size, the write side's close;
-// - PollHandoff: whether an application polling a CQ of the QP has claimed the receiving.
+// teardown), its I/O callbacks, and who receives when. StreamReceiver receives (bounce buffer,
+// direct placement), Transmitter sends, PollHandoff tracks busy-polling claims.
 //
-// Receiving: the backend reports readiness (watch_readable / on_readable); the stream then
-// receives under mu_ and the QP lock, on whichever thread gets mu_: the engine thread on
-// readiness, or an application thread polling a CQ of the QP (poll_rx, via
-// verbs::CqPollSource), which only try-locks mu_ and so never waits for the engine thread. A
-// watch names the bounce buffer, and a backend that can (io_uring) receives the first bytes
-// into it itself; until that report has been handled, receives by a poller say -EBUSY. A
-// readiness report that finds the stream claimed by a poller is left to it: the engine thread
-// does not watch again (the backend then stops waking it for this socket) and checks back when
-// the claim lapses (PollHandoff).
-//
-// Transmitting: inline from the posting thread when the socket accepts the bytes, else from
-// the engine thread once it is writable.
+// Receiving happens under mu_ and the QP lock, on whichever thread gets mu_: the engine thread
+// on a readiness report (on_readable), or an application thread polling a CQ of the QP
+// (poll_rx), which only try-locks mu_ and so never waits for the engine thread. A report that
+// finds the stream claimed by a poller is left to it: the engine thread stops watching (no more
+// wake-ups for this socket) and checks back when the claim may have lapsed. Transmitting
+// happens inline on the posting thread while the socket takes the bytes, else on the engine
+// thread once it is writable.
 //
 // Locking (docs/threading.md): mu_ guards qp_ and the receive state; I/O callbacks and poll_rx
 // take mu_ and then the QP lock; QpLink calls arrive with the QP lock held and never take mu_.

@@ -37,7 +37,7 @@ std::uint32_t default_depth(std::uint32_t size) {
 class Client {
  public:
   Client(const Options& o, Context& ctx)
-      : o_(o), ctx_(ctx), events_(EventChannel::create(ctx).value()), ep_(ctx) {
+      : o_(o), events_(EventChannel::create(ctx).value()), ep_(ctx) {
     max_size_ = *std::max_element(o.sizes.begin(), o.sizes.end());
     buffer_ = std::max<std::size_t>(2 * std::size_t{max_size_}, 4096);
     std::random_device rd;
@@ -372,7 +372,6 @@ class Client {
   }
 
   const Options& o_;
-  Context& ctx_;
   EventChannel events_;
   Endpoint ep_;
   Connection ctrl_conn_;
