@@ -5,17 +5,16 @@
 #include "proto/rdmap_engine.h"
 
 namespace uwarp::proto {
-namespace term = wire::term;
 
 RdmapEngine::RdmapEngine(RdmapPort& port, const Params& params)
     : port_(port),
       crc_(params.crc),
-      ord_(params.ord),
       max_ulpdu_(params.max_ulpdu),
       receiver_(*this, params.ird),
       reader_(receiver_, params.crc),
       send_rtr_(params.send_rtr),
-      awaiting_rtr_(params.expect_rtr != RtrType::kNone) {
+      awaiting_rtr_(params.expect_rtr != RtrType::kNone),
+      orq_(params.ord) {
   receiver_.expect_rtr(params.expect_rtr);
   gather_.reserve(16);
 }
@@ -42,7 +41,6 @@ void RdmapEngine::abandon() {
   segmenter_ = MessageSegmenter{};
   orq_.clear();
   irq_.clear();
-  responding_ = InboundRead{};
 }
 
 ScatterResult RdmapEngine::resolve_write(std::uint32_t stag, std::uint64_t to, std::size_t length) {
@@ -51,33 +49,18 @@ ScatterResult RdmapEngine::resolve_write(std::uint32_t stag, std::uint64_t to, s
 
 ScatterResult RdmapEngine::resolve_read_response(std::uint32_t stag, std::uint64_t to,
                                                  std::size_t length) {
-  if (rtr_read_pending_) {
-    // The answer to our own zero-length RTR Read.
-    if (length != 0) return Unexpected{term::kDdpTaggedBaseBounds};
-    return Scatter{};
-  }
-  if (orq_.empty() || stag != orq_.front().sink_stag) return Unexpected{term::kDdpTaggedInvalidStag};
-  OutboundRead& read = orq_.front();
-  if (to < read.sink_offset || to - read.sink_offset + length > read.length) {
-    return Unexpected{term::kDdpTaggedBaseBounds};
-  }
-  ScatterResult r =
-      port_.resolve_read_sink(read.seq, static_cast<std::size_t>(to - read.sink_offset), length);
-  if (!r) return r;
-  read.placed += static_cast<std::uint32_t>(length);
+  const auto target = orq_.match_segment(stag, to, length);
+  if (!target) return Unexpected{target.error()};
+  if (target->rtr) return Scatter{};
+  ScatterResult r = port_.resolve_read_sink(target->seq, target->offset, length);
+  if (r) orq_.placed(length);
   return r;
 }
 
 std::optional<wire::TerminateCode> RdmapEngine::read_response_complete() {
-  if (rtr_read_pending_) {
-    rtr_read_pending_ = false;
-    return std::nullopt;
-  }
-  if (orq_.empty()) return term::kDdpTaggedInvalidStag;
-  if (orq_.front().placed != orq_.front().length) return term::kDdpTaggedBaseBounds;  // short
-  const std::uint64_t seq = orq_.front().seq;
-  orq_.pop_front();
-  port_.read_complete(seq);
+  const auto read = orq_.complete();
+  if (!read) return read.error();
+  if (!read->rtr) port_.read_complete(read->seq);
   return std::nullopt;
 }
 
@@ -99,7 +82,7 @@ std::optional<wire::TerminateCode> RdmapEngine::read_request(const wire::ReadReq
     if (!source) return source.error();
     in.source = std::move(*source);
   }
-  irq_.push_back(std::move(in));
+  irq_.push(std::move(in));
   return std::nullopt;
 }
 

@@ -3,7 +3,7 @@
 // section 3). It owns:
 // - receiving: the FPDU reader and the RDMAP receive rules (RdmapReceiver), the outbound Read
 //   queue (ORQ) that Read Responses are matched against, and the inbound Read queue (IRQ) of
-//   Read Requests waiting for their response (bounded by IRD);
+//   Read Requests waiting for their response (bounded by IRD) (read_queues.h);
 // - transmitting: what goes next (a pending Terminate, our RTR, a nudge, Read Responses, then
 //   the send queue in order, held by fences and ORD), MSNs, Read Request and Terminate encoding,
 //   and segmentation into the transmit batch;
@@ -18,14 +18,13 @@
 
 #include <array>
 #include <cstdint>
-#include <deque>
-#include <memory>
 #include <optional>
 #include <span>
 #include <vector>
 
 #include "proto/fpdu_reader.h"
 #include "proto/rdmap_receiver.h"
+#include "proto/read_queues.h"
 #include "proto/rtr.h"
 #include "proto/tx_batch.h"
 #include "wire/rdmap.h"
@@ -45,13 +44,6 @@ struct OutboundRequest {
   std::uint32_t invalidate_stag = 0;  // kSendInvalidate
   std::uint32_t sink_stag = 0;       // Read: the local sink advertised to the peer
   std::uint64_t sink_offset = 0;
-};
-
-// The memory an inbound Read Request reads. `keep` holds the region alive until the Read
-// Response that reads it has been handed to TCP or abandoned.
-struct ReadSource {
-  ConstByteSpan bytes;
-  std::shared_ptr<const void> keep;
 };
 
 // What the engine needs of the verbs layer. Called from inside the engine's calls, on the
@@ -146,19 +138,6 @@ class RdmapEngine final : private RxDelegate {
   void abandon();
 
  private:
-  struct OutboundRead {
-    std::uint64_t seq = 0;
-    std::uint32_t sink_stag = 0;
-    std::uint64_t sink_offset = 0;
-    std::uint32_t length = 0;
-    std::uint32_t placed = 0;  // response bytes placed so far
-  };
-  struct InboundRead {
-    std::uint32_t sink_stag = 0;
-    std::uint64_t sink_offset = 0;
-    ReadSource source;
-  };
-
   // RxDelegate.
   ScatterResult resolve_write(std::uint32_t stag, std::uint64_t to, std::size_t length) override;
   ScatterResult resolve_read_response(std::uint32_t stag, std::uint64_t to,
@@ -180,7 +159,6 @@ class RdmapEngine final : private RxDelegate {
 
   RdmapPort& port_;
   const bool crc_;
-  const std::uint16_t ord_;
   std::size_t max_ulpdu_;
   RdmapReceiver receiver_;
   FpduReader reader_;
@@ -188,7 +166,6 @@ class RdmapEngine final : private RxDelegate {
   // RFC 6581.
   RtrType send_rtr_;
   bool awaiting_rtr_;              // responder: no transmission before the peer's RTR
-  bool rtr_read_pending_ = false;  // initiator: our zero-length RTR Read awaits its response
   bool nudge_pending_ = false;
 
   // MSNs of the three untagged queues (RFC 5041 section 5.3: each starts at 1).
@@ -196,9 +173,8 @@ class RdmapEngine final : private RxDelegate {
   std::uint32_t read_msn_ = 1;
   std::uint32_t term_msn_ = 1;
 
-  std::deque<OutboundRead> orq_;  // RDMA Reads awaiting their response, oldest first
-  std::deque<InboundRead> irq_;   // Read Requests not yet answered
-  InboundRead responding_;        // the Read Response being sent
+  OutboundReadQueue orq_;
+  InboundReadQueue irq_;
 
   // Terminate to send (once), then the stream closes.
   bool terminate_queued_ = false;

@@ -93,7 +93,7 @@ bool RdmapEngine::next_message(MessageSegmenter::Message& m, TxGate gate) {
         gather_.push_back(encode_read_request(rr));
         m.header = untagged(wire::RdmapOpcode::kReadRequest, wire::kQueueReadRequest, read_msn_++);
         m.length = wire::kReadRequestSize;
-        rtr_read_pending_ = true;
+        orq_.push_rtr_read();
         break;
       }
       default:
@@ -114,13 +114,11 @@ bool RdmapEngine::next_message(MessageSegmenter::Message& m, TxGate gate) {
     return true;
   }
   if (!irq_.empty()) {
-    responding_ = std::move(irq_.front());
-    irq_.pop_front();
-    if (!responding_.source.bytes.empty()) gather_.push_back(responding_.source.bytes);
-    m.header = tagged(wire::RdmapOpcode::kReadResponse, responding_.sink_stag,
-                      responding_.sink_offset);
+    const InboundRead& read = irq_.start_response();
+    if (!read.source.bytes.empty()) gather_.push_back(read.source.bytes);
+    m.header = tagged(wire::RdmapOpcode::kReadResponse, read.sink_stag, read.sink_offset);
     m.gather = gather_;
-    m.length = responding_.source.bytes.size();
+    m.length = read.source.bytes.size();
     m.cookie = make_cookie(CookieKind::kReadResponse);
     return true;
   }
@@ -132,8 +130,7 @@ bool RdmapEngine::next_request(MessageSegmenter::Message& m) {
   OutboundRequest r;
   if (!port_.peek_request(r)) return false;
   const bool read = r.kind == OutboundRequest::Kind::kRead;
-  if (r.fence && !orq_.empty()) return false;
-  if (read && orq_.size() >= ord_) return false;
+  if (!orq_.may_start(read, r.fence)) return false;
   if (!port_.start_request(r, gather_)) return false;
   m.length = r.length;
   m.cookie = make_cookie(CookieKind::kRequest, r.seq);
@@ -156,7 +153,7 @@ bool RdmapEngine::next_request(MessageSegmenter::Message& m) {
       gather_.push_back(encode_read_request(rr));
       m.header = untagged(wire::RdmapOpcode::kReadRequest, wire::kQueueReadRequest, read_msn_++);
       m.length = wire::kReadRequestSize;
-      orq_.push_back(OutboundRead{r.seq, r.sink_stag, r.sink_offset, r.length, 0});
+      orq_.push(OutboundRead{r.seq, r.sink_stag, r.sink_offset, r.length, 0});
       break;
     }
   }
@@ -170,7 +167,7 @@ void RdmapEngine::sent(std::uint64_t cookie) {
       port_.request_sent(cookie_seq(cookie));
       return;
     case CookieKind::kReadResponse:
-      responding_ = InboundRead{};
+      irq_.response_sent();
       receiver_.read_response_sent();
       return;
     case CookieKind::kTerminate:
