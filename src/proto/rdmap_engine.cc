@@ -34,7 +34,7 @@ void RdmapEngine::commit_direct(std::size_t n) {
 }
 
 bool RdmapEngine::rx_open() const {
-  return !reader_.failed() && !receiver_.terminated() && !terminate_queued_;
+  return !reader_.failed() && !receiver_.terminated() && !terminate_.queued();
 }
 
 void RdmapEngine::abandon() {
@@ -96,19 +96,8 @@ void RdmapEngine::rtr_received() {
 }
 
 void RdmapEngine::handle_rx_failure() {
-  if (terminate_queued_) return;
-  const RxFailure& f = *reader_.failure();
-  wire::TerminateMessage m;
-  m.code = f.code;
-  if (f.have_header) {
-    m.has_segment_length = true;
-    m.segment_length = f.ulpdu_length;
-    m.ddp_header = ConstByteSpan(f.header.data(), f.header_size);
-    if (f.have_rdmap_header) m.rdmap_header = ConstByteSpan(f.rdmap_header.data(), f.rdmap_header.size());
-  }
-  terminate_size_ = wire::encode_terminate(m, terminate_body_);
-  terminate_queued_ = true;
-  port_.terminate_queued(m.code);
+  if (terminate_.queued()) return;
+  port_.terminate_queued(terminate_.queue(*reader_.failure()));
 }
 
 }  // namespace uwarp::proto

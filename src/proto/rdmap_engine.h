@@ -7,7 +7,8 @@
 // - transmitting: what goes next (a pending Terminate, our RTR, a nudge, Read Responses, then
 //   the send queue in order, held by fences and ORD), MSNs, Read Request and Terminate encoding,
 //   and segmentation into the transmit batch;
-// - Terminates: a protocol violation found on receive becomes one Terminate, sent once.
+// - Terminates: a protocol violation found on receive becomes one Terminate, sent once
+//   (OutboundTerminate).
 //
 // It has no sockets, threads or clocks. Memory and work queues belong to the verbs layer, which
 // the engine reaches through RdmapPort; the caller (runtime::Stream, through the QP) feeds
@@ -16,15 +17,16 @@
 // Thread: not thread-safe; one owner. The verbs QP owns it and drives it under the QP lock.
 #pragma once
 
-#include <array>
 #include <cstdint>
 #include <optional>
 #include <span>
 #include <vector>
 
 #include "proto/fpdu_reader.h"
+#include "proto/outbound_terminate.h"
 #include "proto/rdmap_receiver.h"
 #include "proto/read_queues.h"
+#include "proto/read_request_bodies.h"
 #include "proto/rtr.h"
 #include "proto/tx_batch.h"
 #include "wire/rdmap.h"
@@ -150,12 +152,11 @@ class RdmapEngine final : private RxDelegate {
   void terminate_received(const wire::TerminateMessage& message) override;
   void rtr_received() override;
 
+  // Reception failed: queue the Terminate that answers it (once) and tell the port.
   void handle_rx_failure();
   // The next message to segment, in priority order; false if none may go now.
   bool next_message(MessageSegmenter::Message& m, TxGate gate);
   bool next_request(MessageSegmenter::Message& m);
-  // A Read Request body in a slot that stays valid while the batch may point at it.
-  ConstByteSpan encode_read_request(const wire::ReadRequest& rr);
 
   RdmapPort& port_;
   const bool crc_;
@@ -176,20 +177,12 @@ class RdmapEngine final : private RxDelegate {
   OutboundReadQueue orq_;
   InboundReadQueue irq_;
 
-  // Terminate to send (once), then the stream closes.
-  bool terminate_queued_ = false;
-  bool terminate_started_ = false;
-  std::array<std::uint8_t, wire::kTerminateMaxSize> terminate_body_{};
-  std::size_t terminate_size_ = 0;
+  OutboundTerminate terminate_;
 
   // The message being segmented and its gather list.
   MessageSegmenter segmenter_;
   std::vector<ConstByteSpan> gather_;
-  // Read Request bodies: the batch's iovecs point at them until it is sent, and a batch can
-  // hold several Read Requests, so each gets its own slot (a batch has at most kMaxFpdus).
-  std::array<std::array<std::uint8_t, wire::kReadRequestSize>, TxBatch::kMaxFpdus>
-      read_request_bodies_{};
-  std::size_t next_read_request_body_ = 0;
+  ReadRequestBodies read_request_bodies_;
 };
 
 }  // namespace uwarp::proto

@@ -62,21 +62,15 @@ bool RdmapEngine::fill(TxBatch& batch, TxGate gate) {
   return added;
 }
 
-ConstByteSpan RdmapEngine::encode_read_request(const wire::ReadRequest& rr) {
-  auto& body = read_request_bodies_[next_read_request_body_++ % read_request_bodies_.size()];
-  wire::encode_read_request(rr, body);
-  return ConstByteSpan(body);
-}
-
 bool RdmapEngine::next_message(MessageSegmenter::Message& m, TxGate gate) {
   gather_.clear();
-  if (terminate_queued_) {
-    if (terminate_started_) return false;
-    terminate_started_ = true;
-    gather_.push_back(ConstByteSpan(terminate_body_.data(), terminate_size_));
+  if (terminate_.queued()) {
+    ConstByteSpan body;
+    if (!terminate_.start(body)) return false;  // sent once
+    gather_.push_back(body);
     m.header = untagged(wire::RdmapOpcode::kTerminate, wire::kQueueTerminate, term_msn_++);
     m.gather = gather_;
-    m.length = terminate_size_;
+    m.length = body.size();
     m.cookie = make_cookie(CookieKind::kTerminate);
     return true;
   }
@@ -90,7 +84,7 @@ bool RdmapEngine::next_message(MessageSegmenter::Message& m, TxGate gate) {
       case RtrType::kRead: {
         wire::ReadRequest rr;
         rr.source_stag = kRtrStag;
-        gather_.push_back(encode_read_request(rr));
+        gather_.push_back(read_request_bodies_.encode(rr));
         m.header = untagged(wire::RdmapOpcode::kReadRequest, wire::kQueueReadRequest, read_msn_++);
         m.length = wire::kReadRequestSize;
         orq_.push_rtr_read();
@@ -150,7 +144,7 @@ bool RdmapEngine::next_request(MessageSegmenter::Message& m) {
       rr.size = r.length;
       rr.source_stag = r.remote_stag;
       rr.source_to = r.remote_offset;
-      gather_.push_back(encode_read_request(rr));
+      gather_.push_back(read_request_bodies_.encode(rr));
       m.header = untagged(wire::RdmapOpcode::kReadRequest, wire::kQueueReadRequest, read_msn_++);
       m.length = wire::kReadRequestSize;
       orq_.push(OutboundRead{r.seq, r.sink_stag, r.sink_offset, r.length, 0});
