@@ -1,22 +1,19 @@
-// RdmapEngine: construction, the receive side (RFC 5040 section 5.2: Read Responses matched to
-// the oldest outstanding Read, Read Requests queued for their response; RFC 5040 section 7:
-// a violation becomes one Terminate) and abandoning outstanding work. The transmit side is in
-// rdmap_engine_tx.cc.
+// RdmapEngine: construction, the receive side's answers (RFC 5040 section 5.2: Read Responses
+// matched to the oldest outstanding Read, Read Requests queued for their response; RFC 5040
+// section 7: a violation becomes one Terminate) and abandoning outstanding work. The transmit
+// side is RdmapTransmitter.
 #include "proto/rdmap_engine.h"
 
 namespace uwarp::proto {
 
 RdmapEngine::RdmapEngine(RdmapPort& port, const Params& params)
     : port_(port),
-      crc_(params.crc),
-      max_ulpdu_(params.max_ulpdu),
+      orq_(params.ord),
       receiver_(*this, params.ird),
       reader_(receiver_, params.crc),
-      send_rtr_(params.send_rtr),
-      awaiting_rtr_(params.expect_rtr != RtrType::kNone),
-      orq_(params.ord) {
+      tx_(RdmapTransmitter::Links{port_, orq_, irq_, terminate_}, params.crc, params.max_ulpdu,
+          params.send_rtr, params.expect_rtr != RtrType::kNone) {
   receiver_.expect_rtr(params.expect_rtr);
-  gather_.reserve(16);
 }
 
 RdmapEngine::~RdmapEngine() = default;
@@ -38,7 +35,7 @@ bool RdmapEngine::rx_open() const {
 }
 
 void RdmapEngine::abandon() {
-  segmenter_ = MessageSegmenter{};
+  tx_.abandon();
   orq_.clear();
   irq_.clear();
 }
@@ -91,7 +88,7 @@ void RdmapEngine::terminate_received(const wire::TerminateMessage& message) {
 }
 
 void RdmapEngine::rtr_received() {
-  awaiting_rtr_ = false;
+  tx_.rtr_received();
   port_.rtr_received();
 }
 
