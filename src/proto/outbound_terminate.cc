@@ -11,7 +11,7 @@ const wire::TerminateCode& OutboundTerminate::queue(const RxFailure& f) {
     m.has_segment_length = true;
     m.segment_length = f.ulpdu_length;
     m.ddp_header = ConstByteSpan(f.header.data(), f.header_size);
-    if (f.have_rdmap_header) m.rdmap_header = ConstByteSpan(f.rdmap_header.data(), f.rdmap_header.size());
+    if (f.have_rdmap_header) m.rdmap_header = ConstByteSpan(f.rdmap_header);
   }
   size_ = wire::encode_terminate(m, body_);
   code_ = m.code;

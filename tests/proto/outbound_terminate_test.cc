@@ -56,7 +56,8 @@ TEST(proto_outbound_terminate, TheTerminatedHeadersAreCopiedIntoTheBody) {
   EXPECT_EQ(m->code, term::kRdmapInvalidStag);
   ASSERT_TRUE(m->has_segment_length);
   EXPECT_EQ(m->segment_length, 46);
-  EXPECT_EQ(testing::to_hex(m->ddp_header), testing::to_hex(ConstByteSpan(f.header.data(), f.header_size)));
+  EXPECT_EQ(testing::to_hex(m->ddp_header),
+            testing::to_hex(ConstByteSpan(f.header.data(), f.header_size)));
   EXPECT_EQ(testing::to_hex(m->rdmap_header), testing::to_hex(f.rdmap_header));
 }
 
