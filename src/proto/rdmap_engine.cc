@@ -1,23 +1,19 @@
-// RdmapEngine: construction, the receive side (RFC 5040 section 5.2: Read Responses matched to
-// the oldest outstanding Read, Read Requests queued for their response; RFC 5040 section 7:
-// a violation becomes one Terminate) and abandoning outstanding work. The transmit side is in
-// rdmap_engine_tx.cc.
+// RdmapEngine: construction, the receive side's answers (RFC 5040 section 5.2: Read Responses
+// matched to the oldest outstanding Read, Read Requests queued for their response; RFC 5040
+// section 7: a violation becomes one Terminate) and abandoning outstanding work. The transmit
+// side is RdmapTransmitter.
 #include "proto/rdmap_engine.h"
 
 namespace uwarp::proto {
-namespace term = wire::term;
 
 RdmapEngine::RdmapEngine(RdmapPort& port, const Params& params)
     : port_(port),
-      crc_(params.crc),
-      ord_(params.ord),
-      max_ulpdu_(params.max_ulpdu),
+      orq_(params.ord),
       receiver_(*this, params.ird),
       reader_(receiver_, params.crc),
-      send_rtr_(params.send_rtr),
-      awaiting_rtr_(params.expect_rtr != RtrType::kNone) {
+      tx_(RdmapTransmitter::Links{port_, orq_, irq_, terminate_}, params.crc, params.max_ulpdu,
+          params.send_rtr, params.expect_rtr != RtrType::kNone) {
   receiver_.expect_rtr(params.expect_rtr);
-  gather_.reserve(16);
 }
 
 RdmapEngine::~RdmapEngine() = default;
@@ -35,14 +31,13 @@ void RdmapEngine::commit_direct(std::size_t n) {
 }
 
 bool RdmapEngine::rx_open() const {
-  return !reader_.failed() && !receiver_.terminated() && !terminate_queued_;
+  return !reader_.failed() && !receiver_.terminated() && !terminate_.queued();
 }
 
 void RdmapEngine::abandon() {
-  segmenter_ = MessageSegmenter{};
+  tx_.abandon();
   orq_.clear();
   irq_.clear();
-  responding_ = InboundRead{};
 }
 
 ScatterResult RdmapEngine::resolve_write(std::uint32_t stag, std::uint64_t to, std::size_t length) {
@@ -51,33 +46,18 @@ ScatterResult RdmapEngine::resolve_write(std::uint32_t stag, std::uint64_t to, s
 
 ScatterResult RdmapEngine::resolve_read_response(std::uint32_t stag, std::uint64_t to,
                                                  std::size_t length) {
-  if (rtr_read_pending_) {
-    // The answer to our own zero-length RTR Read.
-    if (length != 0) return Unexpected{term::kDdpTaggedBaseBounds};
-    return Scatter{};
-  }
-  if (orq_.empty() || stag != orq_.front().sink_stag) return Unexpected{term::kDdpTaggedInvalidStag};
-  OutboundRead& read = orq_.front();
-  if (to < read.sink_offset || to - read.sink_offset + length > read.length) {
-    return Unexpected{term::kDdpTaggedBaseBounds};
-  }
-  ScatterResult r =
-      port_.resolve_read_sink(read.seq, static_cast<std::size_t>(to - read.sink_offset), length);
-  if (!r) return r;
-  read.placed += static_cast<std::uint32_t>(length);
+  const auto target = orq_.match_segment(stag, to, length);
+  if (!target) return Unexpected{target.error()};
+  if (target->rtr) return Scatter{};
+  ScatterResult r = port_.resolve_read_sink(target->seq, target->offset, length);
+  if (r) orq_.placed(length);
   return r;
 }
 
 std::optional<wire::TerminateCode> RdmapEngine::read_response_complete() {
-  if (rtr_read_pending_) {
-    rtr_read_pending_ = false;
-    return std::nullopt;
-  }
-  if (orq_.empty()) return term::kDdpTaggedInvalidStag;
-  if (orq_.front().placed != orq_.front().length) return term::kDdpTaggedBaseBounds;  // short
-  const std::uint64_t seq = orq_.front().seq;
-  orq_.pop_front();
-  port_.read_complete(seq);
+  const auto read = orq_.complete();
+  if (!read) return read.error();
+  if (!read->rtr) port_.read_complete(read->seq);
   return std::nullopt;
 }
 
@@ -99,7 +79,7 @@ std::optional<wire::TerminateCode> RdmapEngine::read_request(const wire::ReadReq
     if (!source) return source.error();
     in.source = std::move(*source);
   }
-  irq_.push_back(std::move(in));
+  irq_.push(std::move(in));
   return std::nullopt;
 }
 
@@ -108,24 +88,13 @@ void RdmapEngine::terminate_received(const wire::TerminateMessage& message) {
 }
 
 void RdmapEngine::rtr_received() {
-  awaiting_rtr_ = false;
+  tx_.rtr_received();
   port_.rtr_received();
 }
 
 void RdmapEngine::handle_rx_failure() {
-  if (terminate_queued_) return;
-  const RxFailure& f = *reader_.failure();
-  wire::TerminateMessage m;
-  m.code = f.code;
-  if (f.have_header) {
-    m.has_segment_length = true;
-    m.segment_length = f.ulpdu_length;
-    m.ddp_header = ConstByteSpan(f.header.data(), f.header_size);
-    if (f.have_rdmap_header) m.rdmap_header = ConstByteSpan(f.rdmap_header.data(), f.rdmap_header.size());
-  }
-  terminate_size_ = wire::encode_terminate(m, terminate_body_);
-  terminate_queued_ = true;
-  port_.terminate_queued(m.code);
+  if (terminate_.queued()) return;
+  port_.terminate_queued(terminate_.queue(*reader_.failure()));
 }
 
 }  // namespace uwarp::proto

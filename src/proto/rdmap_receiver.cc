@@ -115,64 +115,77 @@ std::optional<wire::TerminateCode> RdmapReceiver::on_segment_end(ConstByteSpan b
     case Segment::kIgnore:
     case Segment::kWrite:
       return std::nullopt;
-    case Segment::kRtr:
-      expected_rtr_ = RtrType::kNone;
-      if (header_.tagged) {
-        // nothing consumed
-      } else {
-        ++expected_msn_[wire::kQueueSend];  // an RTR Send uses MSN 1 but no receive buffer
-      }
-      delegate_.rtr_received();
-      return std::nullopt;
     case Segment::kReadResponse:
       if (header_.last) return delegate_.read_response_complete();
       return std::nullopt;
-    case Segment::kSend: {
-      send_placed_ += static_cast<std::uint32_t>(payload_length_);
-      if (!header_.last) return std::nullopt;
-      InboundSend s;
-      s.msn = header_.msn;
-      s.length = send_placed_;
-      s.opcode = static_cast<RdmapOpcode>(header_.opcode);
-      s.invalidate_stag = header_.ulp_reserved;
-      send_in_progress_ = false;
-      send_placed_ = 0;
-      ++expected_msn_[wire::kQueueSend];
-      return delegate_.receive_complete(s);
-    }
-    case Segment::kRtrRead: {
-      ++expected_msn_[wire::kQueueReadRequest];
-      auto rr = wire::decode_read_request(buffered);
-      if (!rr || rr->size != 0) return term::kLlpNoMatchingRtr;
-      expected_rtr_ = RtrType::kNone;
-      delegate_.rtr_received();
-      return delegate_.read_request(*rr);
-    }
-    case Segment::kReadRequest: {
-      ++expected_msn_[wire::kQueueReadRequest];
-      auto rr = wire::decode_read_request(buffered);
-      if (!rr) return term::kRdmapUnspecified;  // length was checked in the header; defensive
-      if (reads_in_progress_ >= ird_) return term::kRdmapCatastrophicStream;
-      ++reads_in_progress_;
-      return delegate_.read_request(*rr);
-    }
-    case Segment::kTerminate: {
-      ++expected_msn_[wire::kQueueTerminate];
-      terminated_ = true;
-      auto t = wire::decode_terminate(buffered);
-      wire::TerminateMessage msg;
-      if (t) {
-        msg = *t;
-      } else if (buffered.size() >= wire::kTerminateControlSize) {
-        msg.raw_control = load_be32(buffered.data());
-      } else {
-        msg.has_control = false;
-      }
-      delegate_.terminate_received(msg);
+    case Segment::kSend:
+      return end_send_segment();
+    case Segment::kRtr:
+      end_rtr();
       return std::nullopt;
-    }
+    case Segment::kRtrRead:
+      return end_rtr_read(buffered);
+    case Segment::kReadRequest:
+      return end_read_request(buffered);
+    case Segment::kTerminate:
+      end_terminate(buffered);
+      return std::nullopt;
   }
   return std::nullopt;
+}
+
+std::optional<wire::TerminateCode> RdmapReceiver::end_send_segment() {
+  send_placed_ += static_cast<std::uint32_t>(payload_length_);
+  if (!header_.last) return std::nullopt;
+  InboundSend s;
+  s.msn = header_.msn;
+  s.length = send_placed_;
+  s.opcode = static_cast<RdmapOpcode>(header_.opcode);
+  s.invalidate_stag = header_.ulp_reserved;
+  send_in_progress_ = false;
+  send_placed_ = 0;
+  ++expected_msn_[wire::kQueueSend];
+  return delegate_.receive_complete(s);
+}
+
+void RdmapReceiver::end_rtr() {
+  expected_rtr_ = RtrType::kNone;
+  // An RTR Send uses MSN 1 but no receive buffer; an RTR Write consumes nothing.
+  if (!header_.tagged) ++expected_msn_[wire::kQueueSend];
+  delegate_.rtr_received();
+}
+
+std::optional<wire::TerminateCode> RdmapReceiver::end_rtr_read(ConstByteSpan buffered) {
+  ++expected_msn_[wire::kQueueReadRequest];
+  auto rr = wire::decode_read_request(buffered);
+  if (!rr || rr->size != 0) return term::kLlpNoMatchingRtr;
+  expected_rtr_ = RtrType::kNone;
+  delegate_.rtr_received();
+  return delegate_.read_request(*rr);
+}
+
+std::optional<wire::TerminateCode> RdmapReceiver::end_read_request(ConstByteSpan buffered) {
+  ++expected_msn_[wire::kQueueReadRequest];
+  auto rr = wire::decode_read_request(buffered);
+  if (!rr) return term::kRdmapUnspecified;  // length was checked in the header; defensive
+  if (reads_in_progress_ >= ird_) return term::kRdmapCatastrophicStream;
+  ++reads_in_progress_;
+  return delegate_.read_request(*rr);
+}
+
+void RdmapReceiver::end_terminate(ConstByteSpan buffered) {
+  ++expected_msn_[wire::kQueueTerminate];
+  terminated_ = true;
+  auto t = wire::decode_terminate(buffered);
+  wire::TerminateMessage msg;
+  if (t) {
+    msg = *t;
+  } else if (buffered.size() >= wire::kTerminateControlSize) {
+    msg.raw_control = load_be32(buffered.data());
+  } else {
+    msg.has_control = false;
+  }
+  delegate_.terminate_received(msg);
 }
 
 }  // namespace uwarp::proto

@@ -72,6 +72,12 @@ class RdmapReceiver final : public FpduSink {
   Placement on_queue_message_header(const wire::DdpHeader& h, std::size_t payload_length,
                                     std::uint32_t queue, std::size_t exact_length);
   Placement from(const ScatterResult& r);
+  // on_segment_end, by what the segment was.
+  std::optional<wire::TerminateCode> end_send_segment();
+  void end_rtr();
+  std::optional<wire::TerminateCode> end_rtr_read(ConstByteSpan buffered);
+  std::optional<wire::TerminateCode> end_read_request(ConstByteSpan buffered);
+  void end_terminate(ConstByteSpan buffered);
 
   RxDelegate& delegate_;
   std::uint32_t ird_;

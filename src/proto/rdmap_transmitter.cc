@@ -1,9 +1,7 @@
-// RdmapEngine transmit side: which message goes next (a pending Terminate, our RTR, a nudge,
-// Read Responses, then the send queue in order, held by fences and ORD), its DDP header and
-// MSN, and what happens once TCP has taken it (RFC 5040 sections 5.1-5.3, RFC 6581 section 3;
-// completions as Linux siw: a Send or Write completes once TCP has all of it, an RDMA Read when
-// its response has arrived).
-#include "proto/rdmap_engine.h"
+// RdmapTransmitter: the message order and headers of RFC 5040 sections 5.1-5.3 and RFC 6581
+// section 3; completions as Linux siw: a Send or Write completes once TCP has all of it, an
+// RDMA Read when its response has arrived.
+#include "proto/rdmap_transmitter.h"
 
 namespace uwarp::proto {
 namespace {
@@ -46,11 +44,24 @@ wire::RdmapOpcode send_opcode(const OutboundRequest& r) {
 
 }  // namespace
 
-bool RdmapEngine::fill(TxBatch& batch, TxGate gate) {
+RdmapTransmitter::RdmapTransmitter(const Links& links, bool crc, std::size_t max_ulpdu,
+                                   RtrType send_rtr, bool await_rtr)
+    : port_(links.port),
+      orq_(links.orq),
+      irq_(links.irq),
+      terminate_(links.terminate),
+      crc_(crc),
+      max_ulpdu_(max_ulpdu),
+      send_rtr_(send_rtr),
+      awaiting_rtr_(await_rtr) {
+  gather_.reserve(16);
+}
+
+bool RdmapTransmitter::fill(TxBatch& batch, TxGate gate) {
   bool added = false;
   while (true) {
     if (!segmenter_.active()) {
-      MessageSegmenter::Message m;
+      Message m;
       if (!next_message(m, gate)) break;
       segmenter_.start(m);
     }
@@ -62,78 +73,77 @@ bool RdmapEngine::fill(TxBatch& batch, TxGate gate) {
   return added;
 }
 
-ConstByteSpan RdmapEngine::encode_read_request(const wire::ReadRequest& rr) {
-  auto& body = read_request_bodies_[next_read_request_body_++ % read_request_bodies_.size()];
-  wire::encode_read_request(rr, body);
-  return ConstByteSpan(body);
-}
-
-bool RdmapEngine::next_message(MessageSegmenter::Message& m, TxGate gate) {
+bool RdmapTransmitter::next_message(Message& m, TxGate gate) {
   gather_.clear();
-  if (terminate_queued_) {
-    if (terminate_started_) return false;
-    terminate_started_ = true;
-    gather_.push_back(ConstByteSpan(terminate_body_.data(), terminate_size_));
-    m.header = untagged(wire::RdmapOpcode::kTerminate, wire::kQueueTerminate, term_msn_++);
-    m.gather = gather_;
-    m.length = terminate_size_;
-    m.cookie = make_cookie(CookieKind::kTerminate);
-    return true;
-  }
+  if (terminate_.queued()) return next_terminate(m);
   if (!gate.responses) return false;
-  if (send_rtr_ != RtrType::kNone) {
-    // RFC 6581: the initiator's first message is the zero-length RTR the responder chose.
-    switch (send_rtr_) {
-      case RtrType::kWrite:
-        m.header = tagged(wire::RdmapOpcode::kRdmaWrite, kRtrStag, 0);
-        break;
-      case RtrType::kRead: {
-        wire::ReadRequest rr;
-        rr.source_stag = kRtrStag;
-        gather_.push_back(encode_read_request(rr));
-        m.header = untagged(wire::RdmapOpcode::kReadRequest, wire::kQueueReadRequest, read_msn_++);
-        m.length = wire::kReadRequestSize;
-        rtr_read_pending_ = true;
-        break;
-      }
-      default:
-        m.header = untagged(wire::RdmapOpcode::kSend, wire::kQueueSend, send_msn_++);
-        break;
-    }
-    send_rtr_ = RtrType::kNone;
-    m.gather = gather_;
-    m.cookie = make_cookie(CookieKind::kRtr);
-    return true;
-  }
+  if (send_rtr_ != RtrType::kNone) return next_rtr(m);
   if (awaiting_rtr_) return false;
-  if (nudge_pending_) {
-    nudge_pending_ = false;
-    m.header = tagged(wire::RdmapOpcode::kRdmaWrite, kRtrStag, 0);
-    m.gather = gather_;
-    m.cookie = make_cookie(CookieKind::kRtr);
-    return true;
-  }
-  if (!irq_.empty()) {
-    responding_ = std::move(irq_.front());
-    irq_.pop_front();
-    if (!responding_.source.bytes.empty()) gather_.push_back(responding_.source.bytes);
-    m.header = tagged(wire::RdmapOpcode::kReadResponse, responding_.sink_stag,
-                      responding_.sink_offset);
-    m.gather = gather_;
-    m.length = responding_.source.bytes.size();
-    m.cookie = make_cookie(CookieKind::kReadResponse);
-    return true;
-  }
+  if (nudge_pending_) return next_nudge(m);
+  if (!irq_.empty()) return next_read_response(m);
   if (!gate.requests) return false;
   return next_request(m);
 }
 
-bool RdmapEngine::next_request(MessageSegmenter::Message& m) {
+bool RdmapTransmitter::next_terminate(Message& m) {
+  ConstByteSpan body;
+  if (!terminate_.start(body)) return false;  // sent once
+  gather_.push_back(body);
+  m.header = untagged(wire::RdmapOpcode::kTerminate, wire::kQueueTerminate, term_msn_++);
+  m.gather = gather_;
+  m.length = body.size();
+  m.cookie = make_cookie(CookieKind::kTerminate);
+  return true;
+}
+
+// RFC 6581: the initiator's first message is the zero-length RTR the responder chose.
+bool RdmapTransmitter::next_rtr(Message& m) {
+  switch (send_rtr_) {
+    case RtrType::kWrite:
+      m.header = tagged(wire::RdmapOpcode::kRdmaWrite, kRtrStag, 0);
+      break;
+    case RtrType::kRead: {
+      wire::ReadRequest rr;
+      rr.source_stag = kRtrStag;
+      gather_.push_back(read_request_bodies_.encode(rr));
+      m.header = untagged(wire::RdmapOpcode::kReadRequest, wire::kQueueReadRequest, read_msn_++);
+      m.length = wire::kReadRequestSize;
+      orq_.push_rtr_read();
+      break;
+    }
+    default:
+      m.header = untagged(wire::RdmapOpcode::kSend, wire::kQueueSend, send_msn_++);
+      break;
+  }
+  send_rtr_ = RtrType::kNone;
+  m.gather = gather_;
+  m.cookie = make_cookie(CookieKind::kRtr);
+  return true;
+}
+
+bool RdmapTransmitter::next_nudge(Message& m) {
+  nudge_pending_ = false;
+  m.header = tagged(wire::RdmapOpcode::kRdmaWrite, kRtrStag, 0);
+  m.gather = gather_;
+  m.cookie = make_cookie(CookieKind::kRtr);
+  return true;
+}
+
+bool RdmapTransmitter::next_read_response(Message& m) {
+  const InboundRead& read = irq_.start_response();
+  if (!read.source.bytes.empty()) gather_.push_back(read.source.bytes);
+  m.header = tagged(wire::RdmapOpcode::kReadResponse, read.sink_stag, read.sink_offset);
+  m.gather = gather_;
+  m.length = read.source.bytes.size();
+  m.cookie = make_cookie(CookieKind::kReadResponse);
+  return true;
+}
+
+bool RdmapTransmitter::next_request(Message& m) {
   OutboundRequest r;
   if (!port_.peek_request(r)) return false;
   const bool read = r.kind == OutboundRequest::Kind::kRead;
-  if (r.fence && !orq_.empty()) return false;
-  if (read && orq_.size() >= ord_) return false;
+  if (!orq_.may_start(read, r.fence)) return false;
   if (!port_.start_request(r, gather_)) return false;
   m.length = r.length;
   m.cookie = make_cookie(CookieKind::kRequest, r.seq);
@@ -153,10 +163,10 @@ bool RdmapEngine::next_request(MessageSegmenter::Message& m) {
       rr.size = r.length;
       rr.source_stag = r.remote_stag;
       rr.source_to = r.remote_offset;
-      gather_.push_back(encode_read_request(rr));
+      gather_.push_back(read_request_bodies_.encode(rr));
       m.header = untagged(wire::RdmapOpcode::kReadRequest, wire::kQueueReadRequest, read_msn_++);
       m.length = wire::kReadRequestSize;
-      orq_.push_back(OutboundRead{r.seq, r.sink_stag, r.sink_offset, r.length, 0});
+      orq_.push(OutboundRead{r.seq, r.sink_stag, r.sink_offset, r.length, 0});
       break;
     }
   }
@@ -164,21 +174,21 @@ bool RdmapEngine::next_request(MessageSegmenter::Message& m) {
   return true;
 }
 
-void RdmapEngine::sent(std::uint64_t cookie) {
+bool RdmapTransmitter::sent(std::uint64_t cookie) {
   switch (cookie_kind(cookie)) {
     case CookieKind::kRequest:
       port_.request_sent(cookie_seq(cookie));
-      return;
+      return false;
     case CookieKind::kReadResponse:
-      responding_ = InboundRead{};
-      receiver_.read_response_sent();
-      return;
+      irq_.response_sent();
+      return true;
     case CookieKind::kTerminate:
       port_.terminate_sent();
-      return;
+      return false;
     case CookieKind::kRtr:
-      return;
+      return false;
   }
+  return false;
 }
 
 }  // namespace uwarp::proto

@@ -1,0 +1,79 @@
+// The RDMAP engine's contract with the verbs layer: one posted work request as the engine
+// transmits it (OutboundRequest), and what the engine asks of the QP that owns it (RdmapPort):
+// memory behind STags, the receive queue, the send queue, completions and the Terminate events.
+// verbs::QueuePair implements the port; the engine holds it by reference for its lifetime.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <vector>
+
+#include "base/bytes.h"
+#include "proto/read_queues.h"
+#include "proto/rdmap_receiver.h"
+#include "uwarp/expected.h"
+#include "wire/rdmap.h"
+
+namespace uwarp::proto {
+
+// One posted work request, as the engine transmits it.
+struct OutboundRequest {
+  enum class Kind : std::uint8_t { kSend, kSendInvalidate, kWrite, kRead };
+  std::uint64_t seq = 0;  // the port's name for it, increasing in posting order
+  Kind kind = Kind::kSend;
+  bool solicited = false;       // Sends: the Solicited Event variant
+  bool fence = false;           // waits until every earlier RDMA Read has completed
+  std::uint32_t length = 0;     // payload bytes (Reads: bytes to read)
+  std::uint32_t remote_stag = 0;     // Write: the sink; Read: the source
+  std::uint64_t remote_offset = 0;   // its Tagged Offset
+  std::uint32_t invalidate_stag = 0;  // kSendInvalidate
+  std::uint32_t sink_stag = 0;       // Read: the local sink advertised to the peer
+  std::uint64_t sink_offset = 0;
+};
+
+// What the engine needs of the verbs layer. Called from inside the engine's calls, on the
+// engine's owner thread; implementations must not call back into the engine except abandon().
+class RdmapPort {
+ public:
+  virtual ~RdmapPort() = default;
+
+  // Receive: where a tagged Write's bytes go, or the DDP tagged-buffer error.
+  virtual ScatterResult resolve_write(std::uint32_t stag, std::uint64_t offset,
+                                      std::size_t length) = 0;
+  // An untagged Send segment at message offset `mo`: where it goes in the receive buffer the
+  // message consumes (the first segment takes the next receive).
+  virtual ScatterResult resolve_receive(std::uint32_t msn, std::uint32_t mo, std::size_t length,
+                                        bool first_segment) = 0;
+  virtual std::optional<wire::TerminateCode> receive_complete(const InboundSend& send) = 0;
+  // A Read Request's source [offset, offset + length) of `stag`, checked for remote read.
+  virtual Expected<ReadSource, wire::TerminateCode> resolve_read_source(std::uint32_t stag,
+                                                                        std::uint64_t offset,
+                                                                        std::uint32_t length) = 0;
+  // Bytes [offset, offset + length) of the sink of outbound Read `seq` (checked by the engine
+  // against the sink it advertised); false if the sink cannot hold them.
+  virtual ScatterResult resolve_read_sink(std::uint64_t seq, std::size_t offset,
+                                          std::size_t length) = 0;
+  // Outbound Read `seq` has its whole response.
+  virtual void read_complete(std::uint64_t seq) = 0;
+
+  // Transmit: the oldest posted request not yet started (kind and fence are enough), or false.
+  virtual bool peek_request(OutboundRequest& next) = 0;
+  // Starts that request: resolves its local memory, appends a Send's or Write's bytes to
+  // `payload` (valid until request_sent or abandon) and fills in the rest of `r` (a Read's
+  // sink). False if that failed; the port then has completed it in error and moved the QP to
+  // ERROR.
+  virtual bool start_request(OutboundRequest& r, std::vector<ConstByteSpan>& payload) = 0;
+  // Request `seq` has been handed to TCP completely (a Read: its Read Request).
+  virtual void request_sent(std::uint64_t seq) = 0;
+
+  // The engine found a protocol violation and queued this Terminate (the QP fails).
+  virtual void terminate_queued(const wire::TerminateCode& code) = 0;
+  // The peer sent a Terminate; reception has ended.
+  virtual void terminate_received(const wire::TerminateMessage& message) = 0;
+  // Our Terminate has been handed to TCP: the connection may close.
+  virtual void terminate_sent() = 0;
+  // Responder in peer-to-peer mode: the RTR the engine waited for has arrived.
+  virtual void rtr_received() = 0;
+};
+
+}  // namespace uwarp::proto

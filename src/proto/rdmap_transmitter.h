@@ -1,0 +1,93 @@
+// The transmit side of one connection's RDMAP engine: which message goes next (the queued
+// Terminate, our RTR, a nudge, Read Responses, then the send queue in order, held by fences and
+// ORD), its DDP header and MSN (RFC 5041 section 5.3: each untagged queue's MSN starts at 1),
+// its segmentation into the transmit batch, and what follows once TCP has taken it.
+//
+// Owner: RdmapEngine. The Read queues and the Terminate it takes messages from (and adds our
+// Reads to) are the engine's too, and the port is the engine's; all outlive the transmitter.
+// Thread: not thread-safe; the engine's owner thread.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "proto/outbound_terminate.h"
+#include "proto/rdmap_port.h"
+#include "proto/read_queues.h"
+#include "proto/read_request_bodies.h"
+#include "proto/rtr.h"
+#include "proto/tx_batch.h"
+
+namespace uwarp::proto {
+
+// Which messages the QP's state lets out (RTS: all; SQD: no new requests; else only a
+// Terminate).
+struct TxGate {
+  bool responses = false;  // RTR, nudge, Read Responses
+  bool requests = false;   // the send queue
+};
+
+class RdmapTransmitter {
+ public:
+  struct Links {
+    RdmapPort& port;
+    OutboundReadQueue& orq;
+    InboundReadQueue& irq;
+    OutboundTerminate& terminate;
+  };
+  // `send_rtr`: initiator, the RTR to send first; `await_rtr`: responder, nothing but a
+  // Terminate goes before the peer's RTR.
+  RdmapTransmitter(const Links& links, bool crc, std::size_t max_ulpdu, RtrType send_rtr,
+                   bool await_rtr);
+
+  // Appends FPDUs to `batch`; true if it added any.
+  bool fill(TxBatch& batch, TxGate gate);
+  // The message of `cookie` (from fill) has been handed to TCP completely. True if it was a
+  // Read Response: its Read Request no longer counts against IRD.
+  bool sent(std::uint64_t cookie);
+
+  void set_max_ulpdu(std::size_t max_ulpdu) { max_ulpdu_ = max_ulpdu; }
+  // One zero-length RDMA Write to the RTR STag at the next message boundary.
+  void queue_nudge() { nudge_pending_ = true; }
+  // Responder: the peer's RTR has arrived; transmission may begin.
+  void rtr_received() { awaiting_rtr_ = false; }
+  // The QP failed: the message being segmented is not continued.
+  void abandon() { segmenter_ = MessageSegmenter{}; }
+
+ private:
+  using Message = MessageSegmenter::Message;
+
+  // The next message to segment, in priority order; false if none may go now. Each next_*
+  // step fills `m` from gather_ (cleared by next_message).
+  bool next_message(Message& m, TxGate gate);
+  bool next_terminate(Message& m);
+  bool next_rtr(Message& m);
+  bool next_nudge(Message& m);
+  bool next_read_response(Message& m);
+  bool next_request(Message& m);
+
+  RdmapPort& port_;
+  OutboundReadQueue& orq_;
+  InboundReadQueue& irq_;
+  OutboundTerminate& terminate_;
+  const bool crc_;
+  std::size_t max_ulpdu_;
+
+  // RFC 6581.
+  RtrType send_rtr_;   // initiator: the RTR still to send (kNone once sent)
+  bool awaiting_rtr_;  // responder: no transmission before the peer's RTR
+  bool nudge_pending_ = false;
+
+  // MSNs of the three untagged queues.
+  std::uint32_t send_msn_ = 1;
+  std::uint32_t read_msn_ = 1;
+  std::uint32_t term_msn_ = 1;
+
+  // The message being segmented and its gather list.
+  MessageSegmenter segmenter_;
+  std::vector<ConstByteSpan> gather_;
+  ReadRequestBodies read_request_bodies_;
+};
+
+}  // namespace uwarp::proto

@@ -1,0 +1,114 @@
+// The two RDMA Read queues of one connection (RFC 5040 section 5.2):
+// - OutboundReadQueue (ORQ): our RDMA Reads whose Read Request went out, oldest first, that
+//   the peer's Read Responses are matched against; it holds back a request behind a fence or
+//   beyond ORD, and knows our own RFC 6581 RTR Read, whose empty response is no work request's;
+// - InboundReadQueue (IRQ): the peer's Read Requests waiting for their Read Response, and the
+//   one Read Response being sent. IRD is enforced on receive (RdmapReceiver).
+//
+// Neither calls out: they hold the state and its rules, the engine talks to the port.
+// Owner: the connection's RdmapEngine (members, no allocation per message beyond the deques').
+// Thread: not thread-safe; the engine's owner thread.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <deque>
+#include <memory>
+
+#include "base/bytes.h"
+#include "uwarp/expected.h"
+#include "wire/rdmap.h"
+
+namespace uwarp::proto {
+
+// An RDMA Read whose Read Request was sent: the local sink the peer writes its response to.
+struct OutboundRead {
+  std::uint64_t seq = 0;  // the port's name for the work request
+  std::uint32_t sink_stag = 0;
+  std::uint64_t sink_offset = 0;
+  std::uint32_t length = 0;
+  std::uint32_t placed = 0;  // response bytes placed so far
+};
+
+// Which Read a Read Response segment (or whole response) belongs to.
+struct ReadResponseTarget {
+  bool rtr = false;       // our RTR Read: nothing to place, no work request to complete
+  std::uint64_t seq = 0;  // otherwise the oldest outstanding Read
+  std::size_t offset = 0;  // the segment's offset in that Read's sink
+};
+
+class OutboundReadQueue {
+ public:
+  explicit OutboundReadQueue(std::uint16_t ord) : ord_(ord) {}
+
+  // Transmit: whether the next posted request may start now. A fenced request waits until
+  // every earlier Read has its response; a Read waits while ORD Reads are outstanding.
+  bool may_start(bool read, bool fence) const {
+    if (fence && !reads_.empty()) return false;
+    return !read || reads_.size() < ord_;
+  }
+  // Its Read Request is being sent: the response is expected after those of earlier Reads.
+  void push(const OutboundRead& read) { reads_.push_back(read); }
+  // Our RTR Read is being sent: the next Read Response is its (empty) answer.
+  void push_rtr_read() { rtr_read_pending_ = true; }
+
+  // Receive: a Read Response segment for [to, to + length) of `stag`: the oldest Read's, if it
+  // lies in the sink that Read advertised; else the DDP tagged-buffer error.
+  Expected<ReadResponseTarget, wire::TerminateCode> match_segment(std::uint32_t stag,
+                                                                  std::uint64_t to,
+                                                                  std::size_t length) const;
+  // The port placed `length` bytes of the segment match_segment() matched to the oldest Read.
+  void placed(std::size_t length) { reads_.front().placed += static_cast<std::uint32_t>(length); }
+  // The response's last segment has arrived: its Read leaves the queue. The error if there is
+  // no Read or the response was shorter than the Read.
+  Expected<ReadResponseTarget, wire::TerminateCode> complete();
+
+  // The QP failed: every Read is dropped (the RTR Read, which has no memory, stays expected).
+  void clear() { reads_.clear(); }
+
+ private:
+  const std::uint16_t ord_;
+  bool rtr_read_pending_ = false;  // our RTR Read awaits its response (it is not in reads_)
+  std::deque<OutboundRead> reads_;
+};
+
+// The memory an inbound Read Request reads. `keep` holds the region alive until the Read
+// Response that reads it has been handed to TCP or abandoned.
+struct ReadSource {
+  ConstByteSpan bytes;
+  std::shared_ptr<const void> keep;
+};
+
+// A Read Request of the peer: where its response goes and what it reads.
+struct InboundRead {
+  std::uint32_t sink_stag = 0;
+  std::uint64_t sink_offset = 0;
+  ReadSource source;
+};
+
+class InboundReadQueue {
+ public:
+  bool empty() const { return queue_.empty(); }
+  void push(InboundRead read) { queue_.push_back(std::move(read)); }
+  // The oldest Read Request becomes the Read Response being sent (the caller checked !empty());
+  // it, and its source, stay valid until response_sent() or clear().
+  const InboundRead& start_response() {
+    responding_ = std::move(queue_.front());
+    queue_.pop_front();
+    return responding_;
+  }
+  // The Read Response has been handed to TCP: its source may be released.
+  void response_sent() { responding_ = InboundRead{}; }
+
+  // The QP failed: no Read Response reads its source any more.
+  void clear() {
+    queue_.clear();
+    responding_ = InboundRead{};
+  }
+
+ private:
+  std::deque<InboundRead> queue_;  // Read Requests not yet answered, oldest first
+  InboundRead responding_;         // the Read Response being sent
+};
+
+}  // namespace uwarp::proto

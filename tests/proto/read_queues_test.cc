@@ -1,0 +1,181 @@
+// proto::OutboundReadQueue and InboundReadQueue alone: fences and ORD on transmit, Read
+// Responses matched to the oldest Read and its advertised sink, short responses, the RTR Read's
+// empty answer, abandon; the inbound queue's order and how long it holds a Read's source.
+#include "proto/read_queues.h"
+
+#include <gtest/gtest.h>
+
+#include <memory>
+
+#include "proto/proto_test_util.h"
+#include "proto/rtr.h"
+
+namespace uwarp::proto {
+namespace {
+
+namespace term = wire::term;
+
+OutboundRead read(std::uint64_t seq, std::uint32_t sink_stag, std::uint64_t sink_offset,
+                  std::uint32_t length) {
+  return OutboundRead{seq, sink_stag, sink_offset, length, 0};
+}
+
+TEST(proto_read_queues, AFenceWaitsForEveryOutstandingRead) {
+  OutboundReadQueue orq(4);
+  EXPECT_TRUE(orq.may_start(/*read=*/false, /*fence=*/true)) << "no Read outstanding";
+  orq.push(read(1, 0x10, 0, 8));
+  EXPECT_FALSE(orq.may_start(false, true));
+  EXPECT_FALSE(orq.may_start(true, true));
+  EXPECT_TRUE(orq.may_start(false, false)) << "an unfenced request does not wait";
+  EXPECT_TRUE(orq.may_start(true, false));
+}
+
+TEST(proto_read_queues, OrdBoundsTheReadsOutstanding) {
+  OutboundReadQueue orq(2);
+  orq.push(read(1, 0x10, 0, 8));
+  EXPECT_TRUE(orq.may_start(true, false));
+  orq.push(read(2, 0x11, 0, 8));
+  EXPECT_FALSE(orq.may_start(true, false)) << "ORD 2 Reads are outstanding";
+  EXPECT_TRUE(orq.may_start(false, false)) << "ORD bounds Reads only";
+  orq.placed(8);
+  ASSERT_TRUE(orq.complete());
+  EXPECT_TRUE(orq.may_start(true, false)) << "a completed Read frees its ORD slot";
+}
+
+TEST(proto_read_queues, OrdZeroRefusesEveryRead) {
+  OutboundReadQueue orq(0);
+  EXPECT_FALSE(orq.may_start(true, false));
+  EXPECT_TRUE(orq.may_start(false, false));
+}
+
+TEST(proto_read_queues, ASegmentIsPlacedInTheOldestReadsSink) {
+  OutboundReadQueue orq(4);
+  orq.push(read(7, 0x10, 0x1000, 100));
+  orq.push(read(8, 0x11, 0, 100));
+  auto target = orq.match_segment(0x10, 0x1040, 36);
+  ASSERT_TRUE(target);
+  EXPECT_FALSE(target->rtr);
+  EXPECT_EQ(target->seq, 7u);
+  EXPECT_EQ(target->offset, 0x40u);
+  auto second = orq.match_segment(0x11, 0, 8);
+  ASSERT_FALSE(second) << "responses come in Read order";
+  EXPECT_EQ(second.error(), term::kDdpTaggedInvalidStag);
+}
+
+TEST(proto_read_queues, ASegmentOutsideTheAdvertisedSinkIsABoundsError) {
+  OutboundReadQueue orq(4);
+  orq.push(read(1, 0x10, 0x1000, 100));
+  auto before = orq.match_segment(0x10, 0xFFF, 1);
+  ASSERT_FALSE(before);
+  EXPECT_EQ(before.error(), term::kDdpTaggedBaseBounds);
+  auto past = orq.match_segment(0x10, 0x1000 + 60, 41);
+  ASSERT_FALSE(past);
+  EXPECT_EQ(past.error(), term::kDdpTaggedBaseBounds);
+  EXPECT_TRUE(orq.match_segment(0x10, 0x1000 + 60, 40)) << "up to the sink's last byte";
+}
+
+TEST(proto_read_queues, AResponseWithoutAReadIsAnInvalidStag) {
+  OutboundReadQueue orq(4);
+  auto segment = orq.match_segment(0x10, 0, 8);
+  ASSERT_FALSE(segment);
+  EXPECT_EQ(segment.error(), term::kDdpTaggedInvalidStag);
+  auto whole = orq.complete();
+  ASSERT_FALSE(whole);
+  EXPECT_EQ(whole.error(), term::kDdpTaggedInvalidStag);
+}
+
+TEST(proto_read_queues, OnlyAWholeResponseCompletesItsRead) {
+  OutboundReadQueue orq(4);
+  orq.push(read(3, 0x10, 0, 100));
+  orq.push(read(4, 0x11, 0, 10));
+  orq.placed(60);
+  auto short_response = orq.complete();
+  ASSERT_FALSE(short_response);
+  EXPECT_EQ(short_response.error(), term::kDdpTaggedBaseBounds);
+  orq.placed(40);
+  auto done = orq.complete();
+  ASSERT_TRUE(done);
+  EXPECT_FALSE(done->rtr);
+  EXPECT_EQ(done->seq, 3u);
+  auto next = orq.match_segment(0x11, 0, 10);
+  ASSERT_TRUE(next) << "the next Read is now the oldest";
+  EXPECT_EQ(next->seq, 4u);
+}
+
+TEST(proto_read_queues, TheRtrReadIsAnsweredByAnEmptyResponseAheadOfOtherReads) {
+  OutboundReadQueue orq(1);
+  orq.push_rtr_read();
+  EXPECT_TRUE(orq.may_start(true, true)) << "the RTR Read is no work request";
+  orq.push(read(1, 0x10, 0, 8));
+  auto with_bytes = orq.match_segment(kRtrStag, 0, 1);
+  ASSERT_FALSE(with_bytes);
+  EXPECT_EQ(with_bytes.error(), term::kDdpTaggedBaseBounds);
+  auto empty = orq.match_segment(0x99, 0, 0);
+  ASSERT_TRUE(empty);
+  EXPECT_TRUE(empty->rtr);
+  auto rtr = orq.complete();
+  ASSERT_TRUE(rtr);
+  EXPECT_TRUE(rtr->rtr);
+  orq.placed(8);
+  auto first = orq.complete();
+  ASSERT_TRUE(first);
+  EXPECT_FALSE(first->rtr);
+  EXPECT_EQ(first->seq, 1u);
+}
+
+TEST(proto_read_queues, ClearDropsTheReadsButNotTheRtrRead) {
+  OutboundReadQueue orq(4);
+  orq.push_rtr_read();
+  orq.push(read(1, 0x10, 0, 8));
+  orq.clear();
+  EXPECT_TRUE(orq.may_start(true, true));
+  auto rtr = orq.complete();
+  ASSERT_TRUE(rtr);
+  EXPECT_TRUE(rtr->rtr);
+  EXPECT_FALSE(orq.complete()) << "no Read is left";
+}
+
+InboundRead inbound(std::uint32_t sink_stag, std::shared_ptr<const void> keep = nullptr) {
+  InboundRead in;
+  in.sink_stag = sink_stag;
+  in.source.keep = std::move(keep);
+  return in;
+}
+
+TEST(proto_read_queues, ReadRequestsAreAnsweredInOrder) {
+  InboundReadQueue irq;
+  EXPECT_TRUE(irq.empty());
+  irq.push(inbound(1));
+  irq.push(inbound(2));
+  EXPECT_EQ(irq.start_response().sink_stag, 1u);
+  irq.response_sent();
+  EXPECT_EQ(irq.start_response().sink_stag, 2u);
+  EXPECT_TRUE(irq.empty());
+}
+
+TEST(proto_read_queues, TheResponseBeingSentHoldsItsSourceUntilSent) {
+  InboundReadQueue irq;
+  auto region = std::make_shared<int>(0);
+  irq.push(inbound(1, region));
+  const InboundRead& responding = irq.start_response();
+  EXPECT_EQ(responding.source.keep.get(), region.get());
+  EXPECT_EQ(region.use_count(), 2);
+  irq.response_sent();
+  EXPECT_EQ(region.use_count(), 1);
+}
+
+TEST(proto_read_queues, ClearReleasesQueuedAndRespondingSources) {
+  InboundReadQueue irq;
+  auto responding = std::make_shared<int>(0);
+  auto queued = std::make_shared<int>(0);
+  irq.push(inbound(1, responding));
+  irq.push(inbound(2, queued));
+  irq.start_response();
+  irq.clear();
+  EXPECT_TRUE(irq.empty());
+  EXPECT_EQ(responding.use_count(), 1);
+  EXPECT_EQ(queued.use_count(), 1);
+}
+
+}  // namespace
+}  // namespace uwarp::proto
