@@ -4,31 +4,12 @@
 #include <cstring>
 
 #include "cm/listener.h"
-#include "wire/fpdu.h"
+#include "cm/setup_terminate.h"
 
 namespace uwarp::cm {
 namespace {
 
 constexpr std::size_t kHandshakeRead = 2048;
-
-// A Terminate framed as an FPDU without CRC, for failures during connection setup (RFC 6581
-// section 4: e.g. no matching RTR; Linux siw sends the same).
-std::vector<std::uint8_t> setup_terminate(const wire::TerminateCode& code) {
-  std::array<std::uint8_t, wire::kUntaggedHeaderSize + wire::kTerminateControlSize> ulpdu{};
-  wire::DdpHeader h;
-  h.tagged = false;
-  h.last = true;
-  h.opcode = static_cast<std::uint8_t>(wire::RdmapOpcode::kTerminate);
-  h.queue = wire::kQueueTerminate;
-  h.msn = 1;
-  wire::encode_ddp_header(h, ulpdu);
-  wire::TerminateMessage m;
-  m.code = code;
-  wire::encode_terminate(m, ByteSpan(ulpdu).subspan(wire::kUntaggedHeaderSize));
-  std::vector<std::uint8_t> out(wire::fpdu_size(ulpdu.size()));
-  wire::encode_fpdu(ulpdu, false, out);
-  return out;
-}
 
 // What the QP's stream needs from the negotiation. The initiator sends the agreed RTR, the
 // responder waits for it.
