@@ -3,6 +3,7 @@
 #include <cerrno>
 #include <cstring>
 
+#include "cm/handshake_steps.h"
 #include "cm/listener.h"
 #include "cm/setup_terminate.h"
 
@@ -10,18 +11,6 @@ namespace uwarp::cm {
 namespace {
 
 constexpr std::size_t kHandshakeRead = 2048;
-
-// What the QP's stream needs from the negotiation. The initiator sends the agreed RTR, the
-// responder waits for it.
-verbs::LinkParams link_params(const proto::MpaOutcome& o, bool initiator) {
-  verbs::LinkParams lp;
-  lp.crc = o.crc;
-  lp.ird = o.ird;
-  lp.ord = o.ord;
-  (initiator ? lp.send_rtr : lp.expect_rtr) = o.rtr;
-  lp.initiator = initiator;
-  return lp;
-}
 
 }  // namespace
 
@@ -145,66 +134,52 @@ void Connection::on_recv(long result) {
     return;
   }
   rx_used_ += static_cast<std::size_t>(result);
-  on_handshake_bytes();
+  if (active_) {
+    on_reply_bytes();
+  } else {
+    on_request_bytes();
+  }
 }
 
-void Connection::on_handshake_bytes() {
-  const ConstByteSpan got(rx_.data(), rx_used_);
-  if (active_) {
-    const proto::MpaProgress p = initiator_->on_reply_bytes(got);
-    switch (p.step) {
-      case proto::MpaStep::kNeedMore:
-        if (rx_used_ > wire::kMpaMaxFrameSize + 64) {
-          fail(CmEventType::kConnectError, Status(Errc::kProtocolError, "oversized MPA reply"), std::nullopt);
-          return;
-        }
-        arm_handshake_recv();
-        return;
-      case proto::MpaStep::kFailed:
-        fail(CmEventType::kConnectError, Status(Errc::kProtocolError, p.reason), p.terminate);
-        return;
-      case proto::MpaStep::kRejected:
-        outcome_ = initiator_->outcome();
-        emit(CmEventType::kRejected, Status(Errc::kRejected, p.reason), outcome_.peer_private_data);
-        close_handshake();
-        return;
-      case proto::MpaStep::kDone: {
-        outcome_ = initiator_->outcome();
-        start_stream(link_params(outcome_, /*initiator=*/true), got.subspan(p.consumed));
-        if (state_ == State::kEstablishing) {
-          state_ = State::kEstablished;
-          emit(CmEventType::kEstablished, Status::ok(), outcome_.peer_private_data);
-        }
-        return;
-      }
-    }
-  }
-  const proto::MpaProgress p = responder_.on_request_bytes(got);
-  switch (p.step) {
-    case proto::MpaStep::kNeedMore:
-      if (rx_used_ > wire::kMpaMaxFrameSize + 64) {
-        close_handshake();
-        return;
-      }
+void Connection::on_reply_bytes() {
+  ReplyVerdict v = read_reply(*initiator_, ConstByteSpan(rx_.data(), rx_used_));
+  switch (v.next) {
+    case ReplyVerdict::Next::kReceiveMore:
       arm_handshake_recv();
       return;
-    case proto::MpaStep::kFailed:
-    case proto::MpaStep::kRejected:
+    case ReplyVerdict::Next::kFail:
+      fail(CmEventType::kConnectError, std::move(v.why), v.terminate);
+      return;
+    case ReplyVerdict::Next::kRejected:
+      outcome_ = initiator_->outcome();
+      emit(CmEventType::kRejected, std::move(v.why), outcome_.peer_private_data);
       close_handshake();
       return;
-    case proto::MpaStep::kDone:
-      if (p.consumed != rx_used_) {
-        // An initiator sends nothing after its request until it has the reply.
-        close_handshake();
-        return;
+    case ReplyVerdict::Next::kEstablish:
+      outcome_ = initiator_->outcome();
+      start_stream(v.link, v.early);
+      if (state_ == State::kEstablishing) {
+        state_ = State::kEstablished;
+        emit(CmEventType::kEstablished, Status::ok(), outcome_.peer_private_data);
       }
-      if (responder_.request().markers) {
-        // RFC 5044 markers are not supported: refuse cleanly, saying why.
-        static constexpr char kWhy[] = "uwarp: MPA markers not supported";
-        send_frame(responder_.reject(ConstByteSpan(reinterpret_cast<const std::uint8_t*>(kWhy), sizeof kWhy - 1)));
-        close_handshake();
-        return;
-      }
+      return;
+  }
+}
+
+void Connection::on_request_bytes() {
+  RequestVerdict v = read_request(responder_, ConstByteSpan(rx_.data(), rx_used_));
+  switch (v.next) {
+    case RequestVerdict::Next::kReceiveMore:
+      arm_handshake_recv();
+      return;
+    case RequestVerdict::Next::kDrop:
+      close_handshake();
+      return;
+    case RequestVerdict::Next::kRefuse:
+      send_frame(std::move(v.refusal));
+      close_handshake();
+      return;
+    case RequestVerdict::Next::kReport:
       if (timer_ != 0) engine_.cancel_timer(timer_);
       timer_ = 0;
       state_ = State::kRequestPending;

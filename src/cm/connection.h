@@ -80,7 +80,9 @@ class Connection final : public io::IoHandler,
   void start_stream(const verbs::LinkParams& params, ConstByteSpan early);
   void send_frame(std::vector<std::uint8_t> frame);
   void arm_handshake_recv();
-  void on_handshake_bytes();
+  // The MPA bytes received so far, as each role acts on them (cm/handshake_steps.h).
+  void on_reply_bytes();
+  void on_request_bytes();
   void fail(CmEventType type, Status why, std::optional<wire::TerminateCode> terminate);
   void emit(CmEventType type, Status status, std::vector<std::uint8_t> private_data = {});
   void close_handshake();
