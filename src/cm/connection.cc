@@ -3,54 +3,20 @@
 #include <cerrno>
 #include <cstring>
 
+#include "cm/handshake_steps.h"
 #include "cm/listener.h"
-#include "wire/fpdu.h"
+#include "cm/setup_terminate.h"
 
 namespace uwarp::cm {
-namespace {
 
-constexpr std::size_t kHandshakeRead = 2048;
-
-// A Terminate framed as an FPDU without CRC, for failures during connection setup (RFC 6581
-// section 4: e.g. no matching RTR; Linux siw sends the same).
-std::vector<std::uint8_t> setup_terminate(const wire::TerminateCode& code) {
-  std::array<std::uint8_t, wire::kUntaggedHeaderSize + wire::kTerminateControlSize> ulpdu{};
-  wire::DdpHeader h;
-  h.tagged = false;
-  h.last = true;
-  h.opcode = static_cast<std::uint8_t>(wire::RdmapOpcode::kTerminate);
-  h.queue = wire::kQueueTerminate;
-  h.msn = 1;
-  wire::encode_ddp_header(h, ulpdu);
-  wire::TerminateMessage m;
-  m.code = code;
-  wire::encode_terminate(m, ByteSpan(ulpdu).subspan(wire::kUntaggedHeaderSize));
-  std::vector<std::uint8_t> out(wire::fpdu_size(ulpdu.size()));
-  wire::encode_fpdu(ulpdu, false, out);
-  return out;
-}
-
-// What the QP's stream needs from the negotiation. The initiator sends the agreed RTR, the
-// responder waits for it.
-verbs::LinkParams link_params(const proto::MpaOutcome& o, bool initiator) {
-  verbs::LinkParams lp;
-  lp.crc = o.crc;
-  lp.ird = o.ird;
-  lp.ord = o.ord;
-  (initiator ? lp.send_rtr : lp.expect_rtr) = o.rtr;
-  lp.initiator = initiator;
-  return lp;
-}
-
-}  // namespace
-
-Connection::Connection(runtime::Engine& engine, const std::shared_ptr<EventChannel>& events) : engine_(engine), events_(events) {}
+Connection::Connection(runtime::Engine& engine, const std::shared_ptr<EventChannel>& events)
+    : engine_(engine), events_(events), socket_(engine) {}
 
 Connection::~Connection() {
   // The stream may outlive its connection object only long enough to close.
   if (stream_) stream_->abort();
   // An attached fd is detached before it is closed (io::IoBackend).
-  if (fd_.valid()) engine_.run_sync([this] { engine_.backend().detach(fd_.get()); });
+  if (socket_.open()) engine_.run_sync([this] { engine_.backend().detach(socket_.fd()); });
 }
 
 Result<std::shared_ptr<Connection>> Connection::connect(runtime::Engine& engine, const std::shared_ptr<EventChannel>& events,
@@ -65,24 +31,24 @@ Result<std::shared_ptr<Connection>> Connection::connect(runtime::Engine& engine,
   c->active_ = true;
   c->peer_ = peer;
   c->qp_ = &qp;
-  c->fd_ = std::move(*fd);
-  c->local_ = io::local_address(c->fd_.get());
+  c->socket_.set_fd(std::move(*fd));
+  c->local_ = io::local_address(c->socket_.fd());
   c->initiator_.emplace(options.mpa);
   c->self_ = c;
   const auto timeout = options.mpa_timeout;
   engine.post([c, timeout] {
-    if (Status s = c->engine_.backend().attach(c->fd_.get(), c.get()); !s) {
+    if (Status s = c->engine_.backend().attach(c->socket_.fd(), c.get()); !s) {
       c->fail(CmEventType::kConnectError, s, std::nullopt);
       return;
     }
     std::weak_ptr<Connection> weak = c;
-    c->timer_ = c->engine_.add_timer(runtime::Clock::now() + timeout, [weak] {
+    c->socket_.set_deadline(runtime::Clock::now() + timeout, [weak] {
       auto self = weak.lock();
       if (self && (self->state_ == State::kConnecting || self->state_ == State::kAwaitingReply)) {
         self->fail(CmEventType::kConnectError, Status(Errc::kTimedOut, "no MPA reply in time"), std::nullopt);
       }
     });
-    c->engine_.backend().connect_wait(c->fd_.get());
+    c->engine_.backend().connect_wait(c->socket_.fd());
   });
   return c;
 }
@@ -95,24 +61,19 @@ std::shared_ptr<Connection> Connection::accepted(runtime::Engine& engine, const 
   c->listener_ = listener;
   c->owner_ = listener->owner();
   c->peer_ = peer;
-  c->fd_ = std::move(fd);
-  c->local_ = io::local_address(c->fd_.get());
+  c->socket_.set_fd(std::move(fd));
+  c->local_ = io::local_address(c->socket_.fd());
   c->state_ = State::kAwaitingRequest;
-  if (!engine.backend().attach(c->fd_.get(), c.get())) return nullptr;
+  if (!engine.backend().attach(c->socket_.fd(), c.get())) return nullptr;
   std::weak_ptr<Connection> weak = c;
-  c->timer_ = engine.add_timer(runtime::Clock::now() + timeout, [weak] {
+  c->socket_.set_deadline(runtime::Clock::now() + timeout, [weak] {
     auto self = weak.lock();
     if (self && self->state_ == State::kAwaitingRequest) self->close_handshake();
   });
   // The listener keeps pending connections alive until the application answers them.
   listener->adopt(c);
-  c->arm_handshake_recv();
+  c->socket_.receive_more();
   return c;
-}
-
-void Connection::arm_handshake_recv() {
-  if (rx_.size() < rx_used_ + kHandshakeRead) rx_.resize(rx_used_ + kHandshakeRead);
-  engine_.backend().recv(fd_.get(), ByteSpan(rx_.data() + rx_used_, kHandshakeRead));
 }
 
 void Connection::on_connect(int err) {
@@ -127,28 +88,11 @@ void Connection::on_connect(int err) {
   // local_ was read when the connect started (the kernel binds the address then); it is not
   // written again, so the application may read it from any thread.
   state_ = State::kAwaitingReply;
-  send_frame(initiator_->request());
-  arm_handshake_recv();
+  socket_.send_frame(initiator_->request());
+  socket_.receive_more();
 }
 
-void Connection::send_frame(std::vector<std::uint8_t> frame) {
-  const long n = io::send_bytes(fd_.get(), frame);
-  if (n == static_cast<long>(frame.size())) return;
-  tx_ = std::move(frame);
-  const std::size_t sent = n > 0 ? static_cast<std::size_t>(n) : 0;
-  tx_iov_ = iovec{tx_.data() + sent, tx_.size() - sent};
-  engine_.backend().send(fd_.get(), std::span<const iovec>(&tx_iov_, 1));
-}
-
-void Connection::on_send(long result) {
-  if (result < 0) return;  // the receive side reports the failure
-  const auto n = static_cast<std::size_t>(result);
-  if (n < tx_iov_.iov_len) {
-    tx_iov_.iov_base = static_cast<std::uint8_t*>(tx_iov_.iov_base) + n;
-    tx_iov_.iov_len -= n;
-    engine_.backend().send(fd_.get(), std::span<const iovec>(&tx_iov_, 1));
-  }
-}
+void Connection::on_send(long result) { socket_.on_send(result); }
 
 void Connection::on_recv(long result) {
   if (state_ != State::kAwaitingReply && state_ != State::kAwaitingRequest) return;
@@ -163,69 +107,54 @@ void Connection::on_recv(long result) {
     }
     return;
   }
-  rx_used_ += static_cast<std::size_t>(result);
-  on_handshake_bytes();
+  socket_.received(static_cast<std::size_t>(result));
+  if (active_) {
+    on_reply_bytes();
+  } else {
+    on_request_bytes();
+  }
 }
 
-void Connection::on_handshake_bytes() {
-  const ConstByteSpan got(rx_.data(), rx_used_);
-  if (active_) {
-    const proto::MpaProgress p = initiator_->on_reply_bytes(got);
-    switch (p.step) {
-      case proto::MpaStep::kNeedMore:
-        if (rx_used_ > wire::kMpaMaxFrameSize + 64) {
-          fail(CmEventType::kConnectError, Status(Errc::kProtocolError, "oversized MPA reply"), std::nullopt);
-          return;
-        }
-        arm_handshake_recv();
-        return;
-      case proto::MpaStep::kFailed:
-        fail(CmEventType::kConnectError, Status(Errc::kProtocolError, p.reason), p.terminate);
-        return;
-      case proto::MpaStep::kRejected:
-        outcome_ = initiator_->outcome();
-        emit(CmEventType::kRejected, Status(Errc::kRejected, p.reason), outcome_.peer_private_data);
-        close_handshake();
-        return;
-      case proto::MpaStep::kDone: {
-        outcome_ = initiator_->outcome();
-        start_stream(link_params(outcome_, /*initiator=*/true), got.subspan(p.consumed));
-        if (state_ == State::kEstablishing) {
-          state_ = State::kEstablished;
-          emit(CmEventType::kEstablished, Status::ok(), outcome_.peer_private_data);
-        }
-        return;
-      }
-    }
-  }
-  const proto::MpaProgress p = responder_.on_request_bytes(got);
-  switch (p.step) {
-    case proto::MpaStep::kNeedMore:
-      if (rx_used_ > wire::kMpaMaxFrameSize + 64) {
-        close_handshake();
-        return;
-      }
-      arm_handshake_recv();
+void Connection::on_reply_bytes() {
+  ReplyVerdict v = read_reply(*initiator_, socket_.received_bytes());
+  switch (v.next) {
+    case ReplyVerdict::Next::kReceiveMore:
+      socket_.receive_more();
       return;
-    case proto::MpaStep::kFailed:
-    case proto::MpaStep::kRejected:
+    case ReplyVerdict::Next::kFail:
+      fail(CmEventType::kConnectError, std::move(v.why), v.terminate);
+      return;
+    case ReplyVerdict::Next::kRejected:
+      outcome_ = initiator_->outcome();
+      emit(CmEventType::kRejected, std::move(v.why), outcome_.peer_private_data);
       close_handshake();
       return;
-    case proto::MpaStep::kDone:
-      if (p.consumed != rx_used_) {
-        // An initiator sends nothing after its request until it has the reply.
-        close_handshake();
-        return;
+    case ReplyVerdict::Next::kEstablish:
+      outcome_ = initiator_->outcome();
+      start_stream(v.link, v.early);
+      if (state_ == State::kEstablishing) {
+        state_ = State::kEstablished;
+        emit(CmEventType::kEstablished, Status::ok(), outcome_.peer_private_data);
       }
-      if (responder_.request().markers) {
-        // RFC 5044 markers are not supported: refuse cleanly, saying why.
-        static constexpr char kWhy[] = "uwarp: MPA markers not supported";
-        send_frame(responder_.reject(ConstByteSpan(reinterpret_cast<const std::uint8_t*>(kWhy), sizeof kWhy - 1)));
-        close_handshake();
-        return;
-      }
-      if (timer_ != 0) engine_.cancel_timer(timer_);
-      timer_ = 0;
+      return;
+  }
+}
+
+void Connection::on_request_bytes() {
+  RequestVerdict v = read_request(responder_, socket_.received_bytes());
+  switch (v.next) {
+    case RequestVerdict::Next::kReceiveMore:
+      socket_.receive_more();
+      return;
+    case RequestVerdict::Next::kDrop:
+      close_handshake();
+      return;
+    case RequestVerdict::Next::kRefuse:
+      socket_.send_frame(std::move(v.refusal));
+      close_handshake();
+      return;
+    case RequestVerdict::Next::kReport:
+      socket_.cancel_deadline();
       state_ = State::kRequestPending;
       if (auto l = listener_.lock()) {
         l->request_complete(this);
@@ -253,7 +182,7 @@ Status Connection::accept(verbs::QueuePair& qp, const proto::MpaParams& local) {
       return;
     }
     qp_ = &qp;
-    send_frame(responder_.accept(local));
+    socket_.send_frame(responder_.accept(local));
     outcome_ = responder_.outcome();
     start_stream(link_params(outcome_, /*initiator=*/false), {});
     if (auto l = listener_.lock()) l->release(this);
@@ -275,19 +204,17 @@ Status Connection::reject(std::span<const std::uint8_t> private_data) {
       result = Status(Errc::kInvalidState, "no connection request is pending");
       return;
     }
-    send_frame(responder_.reject(private_data));
+    socket_.send_frame(responder_.reject(private_data));
     close_handshake();
   });
   return result;
 }
 
 void Connection::start_stream(const verbs::LinkParams& params, ConstByteSpan early) {
-  if (timer_ != 0) engine_.cancel_timer(timer_);
-  timer_ = 0;
-  engine_.backend().detach(fd_.get());
+  io::Fd fd = socket_.hand_over();
   state_ = State::kEstablishing;
   if (self_) engine_.retire(std::move(self_));
-  stream_ = std::make_shared<runtime::Stream>(engine_, std::move(fd_), *qp_, weak_from_this());
+  stream_ = std::make_shared<runtime::Stream>(engine_, std::move(fd), *qp_, weak_from_this());
   stream_->start(params, early);
 }
 
@@ -330,9 +257,9 @@ void Connection::abort() {
 }
 
 void Connection::fail(CmEventType type, Status why, std::optional<wire::TerminateCode> terminate) {
-  if (terminate && fd_.valid()) {
+  if (terminate && socket_.open()) {
     const auto t = setup_terminate(*terminate);
-    [[maybe_unused]] long n = io::send_bytes(fd_.get(), t);
+    [[maybe_unused]] long n = io::send_bytes(socket_.fd(), t);
   }
   close_handshake();
   emit(type, std::move(why));
@@ -342,12 +269,7 @@ void Connection::close_handshake() {
   // Engine thread. Releasing the listener's reference may drop the last one, while a callback
   // of this object is still on the stack: keep it alive until the engine is done with it.
   engine_.retire(shared_from_this());
-  if (timer_ != 0) engine_.cancel_timer(timer_);
-  timer_ = 0;
-  if (fd_.valid()) {
-    engine_.backend().detach(fd_.get());
-    fd_.reset();
-  }
+  socket_.close();
   state_ = State::kClosed;
   if (auto l = listener_.lock()) l->release(this);
   if (self_) engine_.retire(std::move(self_));

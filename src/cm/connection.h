@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "cm/events.h"
+#include "cm/handshake_socket.h"
 #include "io/backend.h"
 #include "proto/mpa_negotiator.h"
 #include "runtime/engine.h"
@@ -78,9 +79,9 @@ class Connection final : public io::IoHandler,
   Connection(runtime::Engine& engine, const std::shared_ptr<EventChannel>& events);
 
   void start_stream(const verbs::LinkParams& params, ConstByteSpan early);
-  void send_frame(std::vector<std::uint8_t> frame);
-  void arm_handshake_recv();
-  void on_handshake_bytes();
+  // The MPA bytes received so far, as each role acts on them (cm/handshake_steps.h).
+  void on_reply_bytes();
+  void on_request_bytes();
   void fail(CmEventType type, Status why, std::optional<wire::TerminateCode> terminate);
   void emit(CmEventType type, Status status, std::vector<std::uint8_t> private_data = {});
   void close_handshake();
@@ -90,7 +91,7 @@ class Connection final : public io::IoHandler,
   std::shared_ptr<void> owner_;  // keeps the engine's owner alive as long as this object
   std::weak_ptr<Listener> listener_;
   State state_ = State::kConnecting;
-  io::Fd fd_;
+  HandshakeSocket socket_;  // until the stream takes the fd over
   io::SocketAddress peer_;
   io::SocketAddress local_;
   verbs::QueuePair* qp_ = nullptr;
@@ -99,11 +100,6 @@ class Connection final : public io::IoHandler,
   std::optional<proto::MpaInitiator> initiator_;
   proto::MpaResponder responder_;
   proto::MpaOutcome outcome_;
-  std::vector<std::uint8_t> rx_;  // handshake bytes received so far
-  std::size_t rx_used_ = 0;
-  std::vector<std::uint8_t> tx_;  // handshake frame being sent
-  iovec tx_iov_{};
-  std::uint64_t timer_ = 0;
   bool disconnected_event_sent_ = false;
   std::shared_ptr<runtime::Stream> stream_;
   std::shared_ptr<Connection> self_;  // active side: alive while the handshake runs

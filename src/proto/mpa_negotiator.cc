@@ -38,6 +38,23 @@ MpaProgress failed(std::string reason, std::optional<wire::TerminateCode> t = st
 
 std::uint16_t clamp14(std::uint16_t v) { return std::min<std::uint16_t>(v, wire::kMpaIrdOrdMask); }
 
+// The revision the request carries: 2, or 1 if the parameters ask for it.
+std::uint8_t offered_revision(const MpaParams& params) { return params.revision >= 2 ? 2 : 1; }
+
+// A reply that did not decode: not complete yet (kNeedMore), or refused with an LLP Terminate
+// (RFC 5044 section 7.1.2, as siw).
+MpaProgress reply_decode_failure(wire::MpaFrameError error) {
+  switch (error) {
+    case wire::MpaFrameError::kNeedMore:
+      break;
+    case wire::MpaFrameError::kBadKey:
+      return failed("MPA reply has a wrong key", wire::term::kLlpInvalidRequestReply);
+    case wire::MpaFrameError::kPrivateDataTooLong:
+      return failed("MPA reply private data longer than 512 bytes", wire::term::kLlpInvalidRequestReply);
+  }
+  return {};
+}
+
 }  // namespace
 
 std::vector<std::uint8_t> MpaInitiator::request() const {
@@ -54,26 +71,15 @@ std::vector<std::uint8_t> MpaInitiator::request() const {
     }
     words = w;
   }
-  return build_frame(wire::MpaFrameKind::kRequest, params_.revision >= 2 ? 2 : 1, params_.crc, false, words,
+  return build_frame(wire::MpaFrameKind::kRequest, offered_revision(params_), params_.crc, false, words,
                      params_.private_data);
 }
 
 MpaProgress MpaInitiator::on_reply_bytes(ConstByteSpan received) {
   auto d = wire::decode_mpa_frame(wire::MpaFrameKind::kReply, received);
-  if (!d) {
-    switch (d.error()) {
-      case wire::MpaFrameError::kNeedMore: return {};
-      case wire::MpaFrameError::kBadKey:
-        return failed("MPA reply has a wrong key", wire::term::kLlpInvalidRequestReply);
-      case wire::MpaFrameError::kPrivateDataTooLong:
-        return failed("MPA reply private data longer than 512 bytes", wire::term::kLlpInvalidRequestReply);
-    }
-  }
+  if (!d) return reply_decode_failure(d.error());
   const wire::MpaFrame& f = d->frame;
-  MpaProgress p;
-  p.consumed = d->consumed;
-  const std::uint8_t asked = params_.revision >= 2 ? 2 : 1;
-  if (f.revision < 1 || f.revision > asked) {
+  if (f.revision < 1 || f.revision > offered_revision(params_)) {
     return failed("MPA reply revision " + std::to_string(f.revision) + " not offered",
                   wire::term::kLlpInvalidRequestReply);
   }
@@ -87,6 +93,8 @@ MpaProgress MpaInitiator::on_reply_bytes(ConstByteSpan received) {
     app = app.subspan(wire::kMpaEnhancedWordsSize);
   }
   outcome_.peer_private_data.assign(app.begin(), app.end());
+  MpaProgress p;
+  p.consumed = d->consumed;
   if (f.reject) {
     p.step = MpaStep::kRejected;
     p.reason = "connection rejected by the peer";
@@ -94,38 +102,48 @@ MpaProgress MpaInitiator::on_reply_bytes(ConstByteSpan received) {
   }
   if (f.markers) return failed("peer requires MPA markers, which uwarp does not support");
   outcome_.crc = params_.crc || f.crc;
-  if (words) {
-    // RFC 6581 section 3: the responder's ORD must fit the IRD our request offered; a reply
-    // that asks for more Reads in flight than we would accept is refused with "insufficient
-    // IRD" (as siw does) rather than failing its 129th Read later.
-    if (words->ord > clamp14(params_.ird)) {
-      return failed("MPA reply's ORD " + std::to_string(words->ord) + " exceeds our IRD " +
-                        std::to_string(clamp14(params_.ird)),
-                    wire::term::kLlpInsufficientIrd);
-    }
-    // Our ORD cannot exceed what the responder will serve, nor our IRD what it will send.
-    outcome_.ord = std::min(clamp14(params_.ord), words->ird);
-    outcome_.ird = std::min(clamp14(params_.ird), words->ord);
-    if (params_.peer_to_peer) {
-      if (words->write_rtr && params_.offer_write_rtr) {
-        outcome_.rtr = RtrType::kWrite;
-      } else if (words->read_rtr && params_.offer_read_rtr) {
-        outcome_.rtr = RtrType::kRead;
-      } else if (words->send_rtr && params_.offer_send_rtr) {
-        outcome_.rtr = RtrType::kSend;
-      } else {
-        return failed("MPA reply chose no RTR that was offered", wire::term::kLlpNoMatchingRtr);
-      }
-    }
-  } else {
-    outcome_.ord = clamp14(params_.ord);
-    outcome_.ird = clamp14(params_.ird);
-    if (params_.peer_to_peer && f.revision == 2) {
-      return failed("peer-to-peer requested but the reply has no RTR words", wire::term::kLlpNoMatchingRtr);
-    }
-  }
+  std::optional<MpaProgress> refused = words ? agree_on_words(*words) : agree_without_words(f.revision);
+  if (refused) return std::move(*refused);
   p.step = MpaStep::kDone;
   return p;
+}
+
+std::optional<MpaProgress> MpaInitiator::agree_on_words(const wire::MpaEnhancedWords& words) {
+  // RFC 6581 section 3: the responder's ORD must fit the IRD our request offered; a reply
+  // that asks for more Reads in flight than we would accept is refused with "insufficient
+  // IRD" (as siw does) rather than failing its 129th Read later.
+  if (words.ord > clamp14(params_.ird)) {
+    return failed("MPA reply's ORD " + std::to_string(words.ord) + " exceeds our IRD " +
+                      std::to_string(clamp14(params_.ird)),
+                  wire::term::kLlpInsufficientIrd);
+  }
+  // Our ORD cannot exceed what the responder will serve, nor our IRD what it will send.
+  outcome_.ord = std::min(clamp14(params_.ord), words.ird);
+  outcome_.ird = std::min(clamp14(params_.ird), words.ord);
+  if (params_.peer_to_peer) {
+    const RtrType rtr = rtr_chosen_by(words);
+    if (rtr == RtrType::kNone) {
+      return failed("MPA reply chose no RTR that was offered", wire::term::kLlpNoMatchingRtr);
+    }
+    outcome_.rtr = rtr;
+  }
+  return std::nullopt;
+}
+
+std::optional<MpaProgress> MpaInitiator::agree_without_words(std::uint8_t revision) {
+  outcome_.ord = clamp14(params_.ord);
+  outcome_.ird = clamp14(params_.ird);
+  if (params_.peer_to_peer && revision == 2) {
+    return failed("peer-to-peer requested but the reply has no RTR words", wire::term::kLlpNoMatchingRtr);
+  }
+  return std::nullopt;
+}
+
+RtrType MpaInitiator::rtr_chosen_by(const wire::MpaEnhancedWords& words) const {
+  if (words.write_rtr && params_.offer_write_rtr) return RtrType::kWrite;
+  if (words.read_rtr && params_.offer_read_rtr) return RtrType::kRead;
+  if (words.send_rtr && params_.offer_send_rtr) return RtrType::kSend;
+  return RtrType::kNone;
 }
 
 MpaProgress MpaResponder::on_request_bytes(ConstByteSpan received) {

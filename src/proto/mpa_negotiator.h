@@ -68,6 +68,14 @@ class MpaInitiator {
   const MpaOutcome& outcome() const { return outcome_; }
 
  private:
+  // The steps of on_reply_bytes after the frame has decoded and was not rejected: they agree on
+  // IRD, ORD and the RTR in outcome_, or return the failure that refuses the reply.
+  std::optional<MpaProgress> agree_on_words(const wire::MpaEnhancedWords& words);
+  std::optional<MpaProgress> agree_without_words(std::uint8_t revision);
+  // The RTR the reply chose among those we offered (Write before Read before Send, as the
+  // responder prefers); kNone if it chose none of them.
+  RtrType rtr_chosen_by(const wire::MpaEnhancedWords& words) const;
+
   MpaParams params_;
   MpaOutcome outcome_;
 };

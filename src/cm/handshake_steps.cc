@@ -1,0 +1,76 @@
+#include "cm/handshake_steps.h"
+
+namespace uwarp::cm {
+namespace {
+
+// The refusal's private data: RFC 5044 markers are not supported.
+constexpr char kMarkersRefused[] = "uwarp: MPA markers not supported";
+
+}  // namespace
+
+ReplyVerdict read_reply(proto::MpaInitiator& initiator, ConstByteSpan received) {
+  const proto::MpaProgress p = initiator.on_reply_bytes(received);
+  ReplyVerdict v;
+  switch (p.step) {
+    case proto::MpaStep::kNeedMore:
+      if (received.size() > kMaxHandshakeBytes) {
+        v.next = ReplyVerdict::Next::kFail;
+        v.why = Status(Errc::kProtocolError, "oversized MPA reply");
+      }
+      break;
+    case proto::MpaStep::kFailed:
+      v.next = ReplyVerdict::Next::kFail;
+      v.why = Status(Errc::kProtocolError, p.reason);
+      v.terminate = p.terminate;
+      break;
+    case proto::MpaStep::kRejected:
+      v.next = ReplyVerdict::Next::kRejected;
+      v.why = Status(Errc::kRejected, p.reason);
+      break;
+    case proto::MpaStep::kDone:
+      v.next = ReplyVerdict::Next::kEstablish;
+      v.link = link_params(initiator.outcome(), /*initiator=*/true);
+      v.early = received.subspan(p.consumed);
+      break;
+  }
+  return v;
+}
+
+RequestVerdict read_request(proto::MpaResponder& responder, ConstByteSpan received) {
+  const proto::MpaProgress p = responder.on_request_bytes(received);
+  RequestVerdict v;
+  switch (p.step) {
+    case proto::MpaStep::kNeedMore:
+      if (received.size() > kMaxHandshakeBytes) v.next = RequestVerdict::Next::kDrop;
+      break;
+    case proto::MpaStep::kFailed:
+    case proto::MpaStep::kRejected:
+      v.next = RequestVerdict::Next::kDrop;
+      break;
+    case proto::MpaStep::kDone:
+      if (p.consumed != received.size()) {
+        // An initiator sends nothing after its request until it has the reply.
+        v.next = RequestVerdict::Next::kDrop;
+      } else if (responder.request().markers) {
+        v.next = RequestVerdict::Next::kRefuse;
+        v.refusal = responder.reject(ConstByteSpan(
+            reinterpret_cast<const std::uint8_t*>(kMarkersRefused), sizeof kMarkersRefused - 1));
+      } else {
+        v.next = RequestVerdict::Next::kReport;
+      }
+      break;
+  }
+  return v;
+}
+
+verbs::LinkParams link_params(const proto::MpaOutcome& outcome, bool initiator) {
+  verbs::LinkParams lp;
+  lp.crc = outcome.crc;
+  lp.ird = outcome.ird;
+  lp.ord = outcome.ord;
+  (initiator ? lp.send_rtr : lp.expect_rtr) = outcome.rtr;
+  lp.initiator = initiator;
+  return lp;
+}
+
+}  // namespace uwarp::cm

@@ -1,0 +1,148 @@
+// cm::read_reply / read_request: what a connection does with the MPA bytes received so far,
+// fed in every split a TCP stream may deliver them in.
+#include "cm/handshake_steps.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "wire/mpa_frame.h"
+
+namespace uwarp::cm {
+namespace {
+
+using Bytes = std::vector<std::uint8_t>;
+using ReplyNext = ReplyVerdict::Next;
+using RequestNext = RequestVerdict::Next;
+
+proto::MpaParams params(bool crc, bool peer_to_peer, std::uint16_t ird, std::uint16_t ord) {
+  proto::MpaParams p;
+  p.crc = crc;
+  p.peer_to_peer = peer_to_peer;
+  p.ird = ird;
+  p.ord = ord;
+  return p;
+}
+
+// A request with the markers bit set (uwarp never sends one).
+Bytes markers_request() {
+  const Bytes words = {0x00, 0x01, 0x00, 0x01};
+  wire::MpaFrame f;
+  f.kind = wire::MpaFrameKind::kRequest;
+  f.markers = true;
+  f.enhanced = true;
+  f.private_data = words;
+  Bytes out(wire::kMpaFrameHeaderSize + words.size());
+  out.resize(wire::encode_mpa_frame(f, out));
+  return out;
+}
+
+TEST(cm_handshake_steps, ReplyInEverySplitEstablishesOnceCompleteAndKeepsTheEarlyBytes) {
+  proto::MpaInitiator peer_initiator(params(true, true, 4, 8));
+  proto::MpaResponder responder;
+  ASSERT_EQ(read_request(responder, peer_initiator.request()).next, RequestNext::kReport);
+  Bytes stream = responder.accept(params(false, false, 2, 16));
+  const std::size_t reply_size = stream.size();
+  const Bytes first_fpdu = {0x00, 0x0e, 0xc1, 0x40, 0x01, 0x02};  // a part of one, say
+  stream.insert(stream.end(), first_fpdu.begin(), first_fpdu.end());
+
+  proto::MpaInitiator initiator(params(true, true, 4, 8));
+  for (std::size_t got = 1; got < reply_size; ++got) {
+    EXPECT_EQ(read_reply(initiator, ConstByteSpan(stream).first(got)).next, ReplyNext::kReceiveMore)
+        << got << " bytes";
+  }
+  const ReplyVerdict v = read_reply(initiator, stream);
+  ASSERT_EQ(v.next, ReplyNext::kEstablish);
+  EXPECT_EQ(Bytes(v.early.begin(), v.early.end()), first_fpdu);
+  EXPECT_TRUE(v.link.initiator);
+  EXPECT_TRUE(v.link.crc);
+  EXPECT_EQ(v.link.ird, 4);  // min(our IRD 4, its ORD min(16, 4))
+  EXPECT_EQ(v.link.ord, 2);  // min(our ORD 8, its IRD 2)
+  EXPECT_EQ(v.link.send_rtr, proto::RtrType::kWrite);
+  EXPECT_EQ(v.link.expect_rtr, proto::RtrType::kNone);
+}
+
+TEST(cm_handshake_steps, RejectedReplyCarriesThePeersReason) {
+  proto::MpaInitiator initiator(params(false, false, 16, 16));
+  proto::MpaResponder responder;
+  ASSERT_EQ(read_request(responder, initiator.request()).next, RequestNext::kReport);
+  const Bytes why = {'b', 'u', 's', 'y'};
+  const ReplyVerdict v = read_reply(initiator, responder.reject(why));
+  ASSERT_EQ(v.next, ReplyNext::kRejected);
+  EXPECT_EQ(v.why.code(), Errc::kRejected);
+  EXPECT_FALSE(v.terminate);
+  EXPECT_EQ(initiator.outcome().peer_private_data, why);
+}
+
+TEST(cm_handshake_steps, BrokenReplyFailsWithTheTerminateTheNegotiatorAsksFor) {
+  proto::MpaInitiator initiator(params(false, false, 16, 16));
+  // A request where the reply belongs: its key is wrong.
+  const ReplyVerdict v =
+      read_reply(initiator, proto::MpaInitiator(params(false, false, 1, 1)).request());
+  ASSERT_EQ(v.next, ReplyNext::kFail);
+  EXPECT_EQ(v.why.code(), Errc::kProtocolError);
+  EXPECT_EQ(v.terminate, wire::term::kLlpInvalidRequestReply);
+}
+
+TEST(cm_handshake_steps, RequestInEverySplitIsReportedOnceComplete) {
+  const Bytes request = proto::MpaInitiator(params(false, true, 16, 16)).request();
+  proto::MpaResponder responder;
+  for (std::size_t got = 1; got < request.size(); ++got) {
+    EXPECT_EQ(read_request(responder, ConstByteSpan(request).first(got)).next,
+              RequestNext::kReceiveMore)
+        << got << " bytes";
+  }
+  const RequestVerdict v = read_request(responder, request);
+  EXPECT_EQ(v.next, RequestNext::kReport);
+  EXPECT_TRUE(v.refusal.empty());
+}
+
+TEST(cm_handshake_steps, BytesAfterTheRequestDropTheConnection) {
+  Bytes stream = proto::MpaInitiator(params(false, false, 16, 16)).request();
+  stream.push_back(0x00);
+  proto::MpaResponder responder;
+  EXPECT_EQ(read_request(responder, stream).next, RequestNext::kDrop);
+}
+
+TEST(cm_handshake_steps, BrokenRequestDropsTheConnection) {
+  const std::string junk = "GET / HTTP/1.1\r\nHost: uwarp\r\n\r\n";
+  proto::MpaResponder responder;
+  const RequestVerdict v = read_request(
+      responder, ConstByteSpan(reinterpret_cast<const std::uint8_t*>(junk.data()), junk.size()));
+  EXPECT_EQ(v.next, RequestNext::kDrop);
+  EXPECT_TRUE(v.refusal.empty());
+}
+
+TEST(cm_handshake_steps, MarkersAreRefusedWithAReplySayingWhy) {
+  proto::MpaResponder responder;
+  const RequestVerdict v = read_request(responder, markers_request());
+  ASSERT_EQ(v.next, RequestNext::kRefuse);
+  auto reply = wire::decode_mpa_frame(wire::MpaFrameKind::kReply, v.refusal);
+  ASSERT_TRUE(reply);
+  EXPECT_EQ(reply->consumed, v.refusal.size());
+  EXPECT_TRUE(reply->frame.reject);
+  EXPECT_FALSE(reply->frame.markers);
+  EXPECT_TRUE(reply->frame.enhanced);
+  const ConstByteSpan app = reply->frame.private_data.subspan(wire::kMpaEnhancedWordsSize);
+  EXPECT_EQ(std::string(app.begin(), app.end()), "uwarp: MPA markers not supported");
+}
+
+TEST(cm_handshake_steps, ResponderLinkWaitsForTheRtrItChose) {
+  proto::MpaResponder responder;
+  ASSERT_EQ(
+      read_request(responder, proto::MpaInitiator(params(false, true, 16, 16)).request()).next,
+      RequestNext::kReport);
+  (void)responder.accept(params(true, false, 8, 4));
+  const verbs::LinkParams link = link_params(responder.outcome(), /*initiator=*/false);
+  EXPECT_FALSE(link.initiator);
+  EXPECT_TRUE(link.crc);
+  EXPECT_EQ(link.ird, 8);
+  EXPECT_EQ(link.ord, 4);
+  EXPECT_EQ(link.expect_rtr, proto::RtrType::kWrite);
+  EXPECT_EQ(link.send_rtr, proto::RtrType::kNone);
+}
+
+}  // namespace
+}  // namespace uwarp::cm
