@@ -28,6 +28,7 @@
 #include "verbs/memory_region.h"
 #include "verbs/protection_domain.h"
 #include "verbs/receive_queue.h"
+#include "verbs/remote_terminate.h"
 
 namespace uwarp::verbs {
 
@@ -233,9 +234,5 @@ class QueuePair final : private proto::RdmapPort {
   MemoryRegionRef rx_mr_;     // the region the last inbound Write resolved (resolve_write)
   MemoryRegionRef local_mr_;  // the region the last local SGE resolved (resolve_local)
 };
-
-// The first incomplete-status mapping of a received Terminate (see docs/interop.md: siw sends
-// layer and etype swapped, so both readings are considered).
-WcStatus status_for_remote_terminate(std::uint32_t raw_control);
 
 }  // namespace uwarp::verbs

@@ -3,7 +3,6 @@
 // the next receive), receive completions, and what a Terminate does to the QP (docs/interop.md).
 // The RDMAP rules themselves (versions, opcodes, MSN/MO, the Read queues) are the engine's.
 #include <algorithm>
-#include <cstdio>
 
 #include "verbs/queue_pair.h"
 
@@ -152,13 +151,7 @@ Expected<proto::ReadSource, wire::TerminateCode> QueuePair::resolve_read_source(
 
 void QueuePair::terminate_received(const wire::TerminateMessage& m) {
   const WcStatus status = status_for_remote_terminate(m.raw_control);
-  char detail[96];
-  if (m.has_control) {
-    std::snprintf(detail, sizeof detail, "peer sent Terminate, control word 0x%08x (%s)",
-                  m.raw_control, wire::describe(m.code).c_str());
-  } else {
-    std::snprintf(detail, sizeof detail, "peer sent Terminate without a control word");
-  }
+  const std::string detail = describe_remote_terminate(m);
   enter_error(status, m.raw_control);
   report(status == WcStatus::kRemoteAccessError ? AsyncEventType::kQpAccessError : AsyncEventType::kQpFatal,
          detail);
