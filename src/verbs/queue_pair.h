@@ -27,38 +27,12 @@
 #include "verbs/device.h"
 #include "verbs/memory_region.h"
 #include "verbs/protection_domain.h"
+#include "verbs/qp_config.h"
+#include "verbs/qp_link.h"
 #include "verbs/receive_queue.h"
 #include "verbs/remote_terminate.h"
 
 namespace uwarp::verbs {
-
-struct QpConfig {
-  ProtectionDomain* pd = nullptr;
-  CompletionQueue* send_cq = nullptr;
-  CompletionQueue* recv_cq = nullptr;
-  ReceiveQueue* srq = nullptr;  // shared receive queue, or null for the QP's own
-  QpCaps caps;
-  bool signal_all = false;
-  void* user_context = nullptr;
-};
-
-// Connection parameters the CM negotiated, handed over when the stream is attached: the
-// engine's (CRC, IRD/ORD, RTR, FPDU size) and which side this is.
-struct LinkParams : proto::RdmapEngine::Params {
-  bool initiator = false;  // this side sent the MPA request
-};
-
-// The runtime's side of an attached stream. Called with the QP lock held; must not block.
-class QpLink {
- public:
-  virtual ~QpLink() = default;
-  virtual void tx_ready() = 0;            // there is transmit work
-  virtual void rtr_received() = 0;        // responder: the peer's RTR arrived
-  virtual void shutdown_requested() = 0;  // close the stream once queued bytes are sent
-  // The QP entered ERROR and completes its work requests as flushed: from now on the stream
-  // must not read their memory (drop what is queued, keep FPDU alignment).
-  virtual void tx_abandon() = 0;
-};
 
 class QueuePair final : private proto::RdmapPort {
  public:
