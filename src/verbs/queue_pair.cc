@@ -10,7 +10,11 @@
 namespace uwarp::verbs {
 
 QueuePair::QueuePair(Device& device, const QpConfig& config)
-    : device_(device), config_(config), qp_num_(device.allocate_qp_num()) {
+    : device_(device),
+      config_(config),
+      reporter_(device, device.allocate_qp_num(), config.user_context, config.send_cq,
+                config.recv_cq),
+      protection_(device.stags(), config.pd) {
   if (config_.srq != nullptr) {
     rq_ = config_.srq;
   } else {
@@ -177,7 +181,7 @@ Status QueuePair::post_recv(const RecvWr& wr) {
   if (state_ == QpState::kReset)
     return Status(Errc::kInvalidState, "post_recv needs a QP out of RESET");
   if (state_ == QpState::kError) {
-    fail_recv(wr.wr_id, WcStatus::kWrFlushError);
+    reporter_.recv_failed(wr.wr_id, WcStatus::kWrFlushError);
     return Status::ok();
   }
   return rq_->post(wr);
@@ -217,7 +221,7 @@ void QueuePair::disconnect_locked() {
 void QueuePair::link_lost_locked(bool graceful, const std::string& why) {
   if (state_ == QpState::kError || state_ == QpState::kReset) return;
   enter_error(std::nullopt, 0);
-  if (!graceful) report(AsyncEventType::kQpFatal, why);
+  if (!graceful) reporter_.event(AsyncEventType::kQpFatal, why);
 }
 
 QueuePair::SqEntry* QueuePair::find_sq(std::uint64_t seq) {
@@ -231,7 +235,7 @@ void QueuePair::push_send_completion(const SqEntry& e) {
   wc.wr_id = e.wr_id;
   wc.status = e.status;
   wc.vendor_err = e.vendor_err;
-  wc.qp_num = qp_num_;
+  wc.qp_num = qp_num();
   switch (e.opcode) {
     case WrOpcode::kSend:
     case WrOpcode::kSendWithInvalidate:
@@ -245,7 +249,7 @@ void QueuePair::push_send_completion(const SqEntry& e) {
       wc.byte_len = e.length;
       break;
   }
-  if (!config_.send_cq->push(wc, false)) report(AsyncEventType::kCqError, "send CQ overflow");
+  reporter_.send_completion(wc);
 }
 
 void QueuePair::complete_in_order() {
@@ -258,39 +262,18 @@ void QueuePair::complete_in_order() {
   }
 }
 
-void QueuePair::push_recv(const WorkCompletion& wc, bool solicited) {
-  if (!config_.recv_cq->push(wc, solicited))
-    report(AsyncEventType::kCqError, "receive CQ overflow");
-}
-
-void QueuePair::fail_recv(std::uint64_t wr_id, WcStatus status) {
-  WorkCompletion wc;
-  wc.wr_id = wr_id;
-  wc.status = status;
-  wc.opcode = WcOpcode::kRecv;
-  wc.qp_num = qp_num_;
-  push_recv(wc, false);
-}
-
-void QueuePair::report(AsyncEventType type, const std::string& detail) {
-  AsyncEvent ev;
-  ev.type = type;
-  ev.qp_num = qp_num_;
-  ev.context = config_.user_context;
-  ev.detail = detail;
-  device_.report(ev);
-}
-
 void QueuePair::flush_receive_side() {
   if (rx_recv_.active) {
-    fail_recv(rx_recv_.entry.wr_id, WcStatus::kWrFlushError);
+    reporter_.recv_failed(rx_recv_.entry.wr_id, WcStatus::kWrFlushError);
     rx_recv_.end();
   }
   if (own_rq_) {
-    for (const RecvEntry& r : own_rq_->drain()) fail_recv(r.wr_id, WcStatus::kWrFlushError);
+    for (const RecvEntry& r : own_rq_->drain()) {
+      reporter_.recv_failed(r.wr_id, WcStatus::kWrFlushError);
+    }
   } else {
     // SRQ entries stay with the SRQ; tell the application this QP consumes no more of them.
-    report(AsyncEventType::kQpLastWqeReached, "QP left the SRQ");
+    reporter_.event(AsyncEventType::kQpLastWqeReached, "QP left the SRQ");
   }
 }
 
@@ -320,27 +303,6 @@ void QueuePair::enter_error(std::optional<WcStatus> first_status, std::uint32_t 
   }
   complete_in_order();
   flush_receive_side();
-}
-
-const MemoryRegionRef& QueuePair::find_region(MemoryRegionRef& last, std::uint32_t stag) {
-  if (!last || last->stag != stag || !last->valid.load(std::memory_order_acquire)) {
-    last = device_.stags().find(stag);
-  }
-  return last;
-}
-
-bool QueuePair::resolve_local(const std::vector<Sge>& sges, std::uint32_t needed,
-                              std::vector<ByteSpan>& spans, std::vector<MemoryRegionRef>& keep) {
-  for (const Sge& s : sges) {
-    if (s.length == 0) continue;
-    // Requests in a row mostly name the same region.
-    if (!find_region(local_mr_, s.lkey)) return false;
-    auto r = local_mr_->resolve(config_.pd, s.addr, s.length, needed);
-    if (!r) return false;
-    spans.push_back(*r);
-    keep.push_back(local_mr_);
-  }
-  return true;
 }
 
 }  // namespace uwarp::verbs

@@ -25,10 +25,12 @@
 #include "uwarp/types.h"
 #include "verbs/completion_queue.h"
 #include "verbs/device.h"
+#include "verbs/memory_protection.h"
 #include "verbs/memory_region.h"
 #include "verbs/protection_domain.h"
 #include "verbs/qp_config.h"
 #include "verbs/qp_link.h"
+#include "verbs/qp_reporter.h"
 #include "verbs/receive_queue.h"
 #include "verbs/remote_terminate.h"
 
@@ -41,7 +43,7 @@ class QueuePair final : private proto::RdmapPort {
   QueuePair(const QueuePair&) = delete;
   QueuePair& operator=(const QueuePair&) = delete;
 
-  std::uint32_t qp_num() const { return qp_num_; }
+  std::uint32_t qp_num() const { return reporter_.qp_num(); }
   const QpConfig& config() const { return config_; }
   std::mutex& mutex() const { return mu_; }
 
@@ -148,25 +150,13 @@ class QueuePair final : private proto::RdmapPort {
   // Errors.
   void enter_error(std::optional<WcStatus> first_status, std::uint32_t vendor_err);
   void flush_receive_side();
-  void report(AsyncEventType type, const std::string& detail);
-  void push_recv(const WorkCompletion& wc, bool solicited);
-  // A receive completion that carries only a status (flushes and local errors).
-  void fail_recv(std::uint64_t wr_id, WcStatus status);
-  // The region `stag` names, reusing `last` (the one found before) while it names the same STag
-  // and stays valid: a region never changes its STag or range, and once deregistered or
-  // invalidated it is looked up again, the lookup deciding as for any other STag. Null if none.
-  const MemoryRegionRef& find_region(MemoryRegionRef& last, std::uint32_t stag);
-  // The local memory of `sges` (zero-length ones left out) into `spans`, each region in `keep`;
-  // false if an SGE names no region of this PD that allows `needed` over its range.
-  bool resolve_local(const std::vector<Sge>& sges, std::uint32_t needed,
-                     std::vector<ByteSpan>& spans, std::vector<MemoryRegionRef>& keep);
   Status check_transition(QpState target) const;
   // The QP's state lets it receive (not ERROR, not RESET).
   bool receiving_state() const { return state_ != QpState::kError && state_ != QpState::kReset; }
 
   Device& device_;
   QpConfig config_;
-  const std::uint32_t qp_num_;
+  QpReporter reporter_;
   mutable std::mutex mu_;
   QpState state_ = QpState::kReset;
   std::unique_ptr<ReceiveQueue> own_rq_;
@@ -205,8 +195,7 @@ class QueuePair final : private proto::RdmapPort {
   };
   ActiveReceive rx_recv_;
   std::vector<ByteSpan> rx_scatter_;
-  MemoryRegionRef rx_mr_;     // the region the last inbound Write resolved (resolve_write)
-  MemoryRegionRef local_mr_;  // the region the last local SGE resolved (resolve_local)
+  MemoryProtection protection_;
 };
 
 }  // namespace uwarp::verbs

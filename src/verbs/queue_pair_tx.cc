@@ -42,13 +42,13 @@ bool QueuePair::start_request(proto::OutboundRequest& r, std::vector<ConstByteSp
     payload.push_back(ConstByteSpan(e.inline_data));
   } else {
     const std::uint32_t needed = e.opcode == WrOpcode::kRdmaRead ? access::kLocalWrite : 0;
-    if (!resolve_local(e.sges, needed, e.spans, e.mrs)) {
+    if (!protection_.resolve_local(e.sges, needed, e.spans, e.mrs)) {
       // A local protection error fails this request and, as the verbs require, the QP.
       e.phase = Phase::kDone;
       e.status = WcStatus::kLocalProtectionError;
       ++sq_next_;
       enter_error(std::nullopt, 0);
-      report(AsyncEventType::kQpFatal, "local protection error on a send work request");
+      reporter_.event(AsyncEventType::kQpFatal, "local protection error on a send work request");
       if (link_ != nullptr) link_->shutdown_requested();
       return false;
     }
