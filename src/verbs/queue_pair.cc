@@ -3,8 +3,6 @@
 // receives for inbound messages, Terminates) and queue_pair_tx.cc (the send queue).
 #include "verbs/queue_pair.h"
 
-#include <algorithm>
-#include <cstring>
 #include <new>
 
 namespace uwarp::verbs {
@@ -14,7 +12,8 @@ QueuePair::QueuePair(Device& device, const QpConfig& config)
       config_(config),
       reporter_(device, device.allocate_qp_num(), config.user_context, config.send_cq,
                 config.recv_cq),
-      protection_(device.stags(), config.pd) {
+      protection_(device.stags(), config.pd),
+      sq_(config.caps, device.limits(), config.signal_all, protection_, reporter_) {
   if (config_.srq != nullptr) {
     rq_ = config_.srq;
   } else {
@@ -76,7 +75,6 @@ Status QueuePair::modify_state(QpState target) {
       if (state_ != QpState::kError && state_ != QpState::kReset) enter_error(std::nullopt, 0);
       if (link_ != nullptr) link_->shutdown_requested();
       sq_.clear();
-      sq_next_ = 0;
       if (own_rq_) own_rq_->drain();
       // The engine stays until the next attach: a Terminate it queued may still go out; it
       // receives nothing more (rx_open_locked).
@@ -122,56 +120,18 @@ Status QueuePair::post_send(std::span<const SendWr> wrs, std::size_t* posted) {
 }
 
 Status QueuePair::post_send_locked(const SendWr& wr, bool& kick) {
-  if (state_ == QpState::kReset || state_ == QpState::kInit || state_ == QpState::kRtr) {
-    return Status(Errc::kInvalidState, "post_send needs a QP in RTS, SQD or ERROR");
-  }
-  const bool is_inline = (wr.flags & send_flags::kInline) != 0 && wr.opcode != WrOpcode::kRdmaRead;
-  if (!is_inline && wr.sg_list.size() > config_.caps.max_send_sge) {
-    return Status(Errc::kInvalidArgument, "work request has more SGEs than max_send_sge");
-  }
-  if (sq_.size() >= config_.caps.max_send_wr)
-    return Status(Errc::kNoResources, "send queue is full");
-  if (wr.opcode == WrOpcode::kRdmaRead && link_ != nullptr && ord_ == 0) {
-    return Status(Errc::kInvalidArgument, "the connection allows no RDMA Reads (ORD 0)");
-  }
-  std::uint64_t length = 0;
-  for (const Sge& s : wr.sg_list) length += s.length;
-  if (length > device_.limits().max_msg_size)
-    return Status(Errc::kInvalidArgument, "message too long");
-  if (is_inline && length > device_.limits().max_inline_data) {
-    return Status(Errc::kInvalidArgument, "inline data longer than the device maximum");
-  }
-  SqEntry& e = sq_.push_back();  // a reused slot, as new but with its vectors' storage
-  e.seq = next_seq_++;
-  e.wr_id = wr.wr_id;
-  e.opcode = wr.opcode;
-  e.flags = wr.flags;
-  e.remote_addr = wr.remote_addr;
-  e.rkey = wr.rkey;
-  e.invalidate_rkey = wr.invalidate_rkey;
-  e.signaled = config_.signal_all || (wr.flags & send_flags::kSignaled) != 0;
-  e.length = static_cast<std::uint32_t>(length);
-  if (is_inline) {
-    // Inline data is copied now: the application may reuse its buffer when post_send returns.
-    e.inline_data.resize(length);
-    std::size_t at = 0;
-    for (const Sge& s : wr.sg_list) {
-      if (s.length > 0)
-        std::memcpy(e.inline_data.data() + at, reinterpret_cast<const void*>(s.addr), s.length);
-      at += s.length;
-    }
-  } else {
-    e.sges.assign(wr.sg_list.begin(), wr.sg_list.end());
-  }
+  // One Status, returned from every path, is built in place in the caller's.
+  Status s = state_ == QpState::kReset || state_ == QpState::kInit || state_ == QpState::kRtr
+                 ? Status(Errc::kInvalidState, "post_send needs a QP in RTS, SQD or ERROR")
+                 : sq_.post(wr, link_ == nullptr || ord_ != 0);
+  if (!s) return s;
   if (state_ == QpState::kError) {
     // Posting to a QP in error completes the request at once with a flush error.
-    e.phase = Phase::kDone;
-    e.status = WcStatus::kWrFlushError;
-    complete_in_order();
-    return Status::ok();
+    sq_.flush_last();
+  } else if (link_ != nullptr && state_ == QpState::kRts) {
+    kick = true;
   }
-  if (link_ != nullptr && state_ == QpState::kRts) kick = true;
-  return Status::ok();
+  return s;
 }
 
 Status QueuePair::post_recv(const RecvWr& wr) {
@@ -224,44 +184,6 @@ void QueuePair::link_lost_locked(bool graceful, const std::string& why) {
   if (!graceful) reporter_.event(AsyncEventType::kQpFatal, why);
 }
 
-QueuePair::SqEntry* QueuePair::find_sq(std::uint64_t seq) {
-  if (sq_.empty() || seq < sq_.front().seq) return nullptr;
-  const std::size_t i = static_cast<std::size_t>(seq - sq_.front().seq);
-  return i < sq_.size() ? &sq_[i] : nullptr;
-}
-
-void QueuePair::push_send_completion(const SqEntry& e) {
-  WorkCompletion wc;
-  wc.wr_id = e.wr_id;
-  wc.status = e.status;
-  wc.vendor_err = e.vendor_err;
-  wc.qp_num = qp_num();
-  switch (e.opcode) {
-    case WrOpcode::kSend:
-    case WrOpcode::kSendWithInvalidate:
-      wc.opcode = WcOpcode::kSend;
-      break;
-    case WrOpcode::kRdmaWrite:
-      wc.opcode = WcOpcode::kRdmaWrite;
-      break;
-    case WrOpcode::kRdmaRead:
-      wc.opcode = WcOpcode::kRdmaRead;
-      wc.byte_len = e.length;
-      break;
-  }
-  reporter_.send_completion(wc);
-}
-
-void QueuePair::complete_in_order() {
-  // Send completions are reported in posting order, as the verbs require of an RC QP.
-  while (!sq_.empty() && sq_.front().phase == Phase::kDone) {
-    const SqEntry& e = sq_.front();
-    if (e.signaled || e.status != WcStatus::kSuccess) push_send_completion(e);
-    sq_.pop_front();
-    if (sq_next_ > 0) --sq_next_;
-  }
-}
-
 void QueuePair::flush_receive_side() {
   if (rx_recv_.active) {
     reporter_.recv_failed(rx_recv_.entry.wr_id, WcStatus::kWrFlushError);
@@ -282,26 +204,7 @@ void QueuePair::enter_error(std::optional<WcStatus> first_status, std::uint32_t 
   // Before any completion tells the application its memory is free again.
   if (link_ != nullptr) link_->tx_abandon();
   if (engine_) engine_->abandon();
-  bool first = true;
-  for (std::size_t i = 0; i < sq_.size(); ++i) {
-    SqEntry& e = sq_[i];
-    if (e.phase == Phase::kDone) continue;
-    // A Send or Write already handed to TCP (in flight) counts as sent unless the first error
-    // belongs to it; everything else is flushed.
-    if (first && first_status &&
-        (e.phase == Phase::kAwaitingResponse || e.phase == Phase::kInFlight)) {
-      e.status = *first_status;
-      e.vendor_err = vendor_err;
-    } else {
-      e.status = WcStatus::kWrFlushError;
-    }
-    first = false;
-    if (e.phase == Phase::kInFlight && !e.inline_data.empty())
-      retired_inline_.push_back(std::move(e.inline_data));
-    e.phase = Phase::kDone;
-    e.mrs.clear();
-  }
-  complete_in_order();
+  sq_.flush(first_status, vendor_err);
   flush_receive_side();
 }
 

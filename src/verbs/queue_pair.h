@@ -17,7 +17,6 @@
 #include <string>
 #include <vector>
 
-#include "base/slot_ring.h"
 #include "proto/rdmap_engine.h"
 #include "proto/rtr.h"
 #include "proto/tx_batch.h"
@@ -33,6 +32,7 @@
 #include "verbs/qp_reporter.h"
 #include "verbs/receive_queue.h"
 #include "verbs/remote_terminate.h"
+#include "verbs/send_queue.h"
 
 namespace uwarp::verbs {
 
@@ -90,38 +90,6 @@ class QueuePair final : private proto::RdmapPort {
   void disconnect_locked();
 
  private:
-  enum class Phase : std::uint8_t { kQueued, kInFlight, kAwaitingResponse, kDone };
-  struct SqEntry {
-    std::uint64_t seq = 0;
-    std::uint64_t wr_id = 0;
-    WrOpcode opcode = WrOpcode::kSend;
-    std::uint32_t flags = 0;
-    std::uint64_t remote_addr = 0;
-    std::uint32_t rkey = 0;
-    std::uint32_t invalidate_rkey = 0;
-    std::vector<Sge> sges;
-    std::vector<std::uint8_t> inline_data;
-    std::vector<ByteSpan> spans;       // resolved local memory (read: the sink)
-    std::vector<MemoryRegionRef> mrs;  // kept alive while the WR is in flight
-    std::uint32_t length = 0;
-    Phase phase = Phase::kQueued;
-    WcStatus status = WcStatus::kSuccess;
-    std::uint32_t vendor_err = 0;  // the peer's Terminate control word, for the WR it failed
-    bool signaled = false;
-    // SlotRing: as a new entry, keeping the vectors' storage for the next request.
-    void recycle() {
-      SqEntry fresh;
-      fresh.sges.swap(sges);
-      fresh.inline_data.swap(inline_data);
-      fresh.spans.swap(spans);
-      fresh.mrs.swap(mrs);
-      fresh.sges.clear();
-      fresh.inline_data.clear();
-      fresh.spans.clear();
-      fresh.mrs.clear();
-      *this = std::move(fresh);
-    }
-  };
   // proto::RdmapPort.
   proto::ScatterResult resolve_write(std::uint32_t stag, std::uint64_t offset,
                                      std::size_t length) override;
@@ -143,9 +111,6 @@ class QueuePair final : private proto::RdmapPort {
 
   // Validates and queues one request; kick: the link is to be told (once, by the caller).
   Status post_send_locked(const SendWr& wr, bool& kick);
-  SqEntry* find_sq(std::uint64_t seq);
-  void complete_in_order();
-  void push_send_completion(const SqEntry& e);
 
   // Errors.
   void enter_error(std::optional<WcStatus> first_status, std::uint32_t vendor_err);
@@ -169,14 +134,6 @@ class QueuePair final : private proto::RdmapPort {
   std::unique_ptr<proto::RdmapEngine> engine_;
   bool disconnecting_ = false;
 
-  // Send queue: entries from the oldest not yet completed; sq_next_ indexes the next to send.
-  SlotRing<SqEntry> sq_;
-  std::size_t sq_next_ = 0;
-  std::uint64_t next_seq_ = 1;
-  // Inline data of requests flushed while in flight: the transmit batch may still point at it
-  // and is sent out after an error (a Terminate may follow it), so it lives as long as the QP.
-  std::vector<std::vector<std::uint8_t>> retired_inline_;
-
   // Receive scratch.
   struct ActiveReceive {
     bool active = false;
@@ -196,6 +153,7 @@ class QueuePair final : private proto::RdmapPort {
   ActiveReceive rx_recv_;
   std::vector<ByteSpan> rx_scatter_;
   MemoryProtection protection_;
+  SendQueue sq_;
 };
 
 }  // namespace uwarp::verbs

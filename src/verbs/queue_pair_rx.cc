@@ -25,17 +25,11 @@ proto::ScatterResult QueuePair::resolve_write(std::uint32_t stag, std::uint64_t 
 
 proto::ScatterResult QueuePair::resolve_read_sink(std::uint64_t seq, std::size_t offset,
                                                   std::size_t length) {
-  SqEntry* e = find_sq(seq);
-  return protection_.resolve_read_sink(e == nullptr ? nullptr : &e->spans, offset, length);
+  return protection_.resolve_read_sink(sq_.read_sink(seq), offset, length);
 }
 
 void QueuePair::read_complete(std::uint64_t seq) {
-  SqEntry* e = find_sq(seq);
-  if (e == nullptr) return;
-  e->phase = Phase::kDone;
-  e->status = WcStatus::kSuccess;
-  e->mrs.clear();
-  complete_in_order();
+  sq_.read_complete(seq);
 }
 
 proto::ScatterResult QueuePair::resolve_receive(std::uint32_t /*msn*/, std::uint32_t mo, std::size_t length,
