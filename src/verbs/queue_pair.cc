@@ -1,6 +1,5 @@
-// QueuePair: application calls, the verbs state machine, completions and flush rules.
-// What the protocol engine asks of the QP (proto::RdmapPort) is in queue_pair_rx.cc (memory and
-// receives for inbound messages, Terminates) and queue_pair_tx.cc (the send queue).
+// QueuePair: application calls, the verbs state machine and its flush rules, and the binding to
+// a stream. The engine's side (feeding, filling, Terminates) is in queue_pair_engine.cc.
 #include "verbs/queue_pair.h"
 
 #include <new>
@@ -8,20 +7,17 @@
 namespace uwarp::verbs {
 
 QueuePair::QueuePair(Device& device, const QpConfig& config)
-    : device_(device),
-      config_(config),
+    : config_(config),
       reporter_(device, device.allocate_qp_num(), config.user_context, config.send_cq,
                 config.recv_cq),
+      own_rq_(config.srq != nullptr
+                  ? nullptr
+                  : std::make_unique<ReceiveQueue>(config.pd, config.caps.max_recv_wr,
+                                                   config.caps.max_recv_sge)),
+      rq_(config.srq != nullptr ? config.srq : own_rq_.get()),
       protection_(device.stags(), config.pd),
-      sq_(config.caps, device.limits(), config.signal_all, protection_, reporter_) {
-  if (config_.srq != nullptr) {
-    rq_ = config_.srq;
-  } else {
-    own_rq_ = std::make_unique<ReceiveQueue>(config_.pd, config_.caps.max_recv_wr,
-                                             config_.caps.max_recv_sge);
-    rq_ = own_rq_.get();
-  }
-  rx_scatter_.reserve(16);
+      sq_(config.caps, device.limits(), config.signal_all, protection_, reporter_),
+      receive_(*rq_, config.srq, protection_, reporter_) {
   if (config_.pd != nullptr) config_.pd->users.fetch_add(1);
 }
 
@@ -151,7 +147,7 @@ void QueuePair::attach_link_locked(QpLink* link, const LinkParams& p) {
   // A new stream: a new engine, so every per-stream counter starts afresh (RFC 5041: MSNs
   // start at 1), also for a QP used before and taken back through RESET.
   disconnecting_ = false;
-  rx_recv_ = ActiveReceive{};
+  receive_.reset();
   link_ = link;
   ird_ = p.ird;
   ord_ = p.ord;
@@ -184,28 +180,13 @@ void QueuePair::link_lost_locked(bool graceful, const std::string& why) {
   if (!graceful) reporter_.event(AsyncEventType::kQpFatal, why);
 }
 
-void QueuePair::flush_receive_side() {
-  if (rx_recv_.active) {
-    reporter_.recv_failed(rx_recv_.entry.wr_id, WcStatus::kWrFlushError);
-    rx_recv_.end();
-  }
-  if (own_rq_) {
-    for (const RecvEntry& r : own_rq_->drain()) {
-      reporter_.recv_failed(r.wr_id, WcStatus::kWrFlushError);
-    }
-  } else {
-    // SRQ entries stay with the SRQ; tell the application this QP consumes no more of them.
-    reporter_.event(AsyncEventType::kQpLastWqeReached, "QP left the SRQ");
-  }
-}
-
 void QueuePair::enter_error(std::optional<WcStatus> first_status, std::uint32_t vendor_err) {
   state_ = QpState::kError;
   // Before any completion tells the application its memory is free again.
   if (link_ != nullptr) link_->tx_abandon();
   if (engine_) engine_->abandon();
   sq_.flush(first_status, vendor_err);
-  flush_receive_side();
+  receive_.flush();
 }
 
 }  // namespace uwarp::verbs

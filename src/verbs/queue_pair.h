@@ -1,31 +1,32 @@
-// A reliable-connected queue pair: its send and receive queues, the verbs state machine and
-// its flush rules, completions, and protection (every local and remote access checked against
-// the PD's registered memory). The protocol of the connection it is bound to (FPDUs, RDMAP
-// rules, the transmit order, Terminates) is a proto::RdmapEngine that the QP owns while bound,
-// and that reaches the queues and memory through the proto::RdmapPort the QP implements.
+// A reliable-connected queue pair: the verbs state machine and its flush rules, the application's
+// calls, and the binding to the stream of its connection. The protocol of that connection (FPDUs,
+// RDMAP rules, the transmit order, Terminates) is a proto::RdmapEngine that the QP owns while
+// bound; it reaches the QP's pieces through the proto::RdmapPort the QP implements: the send
+// queue (SendQueue), the receive being placed (InboundReceive), the checks of every local and
+// remote memory access against the PD's registrations (MemoryProtection).
 //
 // Locking: every method whose name ends in _locked requires mutex() to be held; the others take
 // it themselves. The runtime holds it while it feeds received bytes or fills a transmit batch,
-// so a QP and its engine are driven by one thread at a time. Completions are pushed to the CQs
-// under the lock.
+// so a QP, its engine and its pieces are driven by one thread at a time. Completions are pushed
+// to the CQs under the lock.
 #pragma once
 
 #include <cstdint>
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
 #include "proto/rdmap_engine.h"
-#include "proto/rtr.h"
 #include "proto/tx_batch.h"
 #include "uwarp/status.h"
 #include "uwarp/types.h"
 #include "verbs/completion_queue.h"
 #include "verbs/device.h"
+#include "verbs/inbound_receive.h"
 #include "verbs/memory_protection.h"
-#include "verbs/memory_region.h"
 #include "verbs/protection_domain.h"
 #include "verbs/qp_config.h"
 #include "verbs/qp_link.h"
@@ -74,8 +75,11 @@ class QueuePair final : private proto::RdmapPort {
   // QP queues a Terminate and rx_open_locked() turns false.
   ByteSpan rx_direct_target_locked() { return engine_ ? engine_->direct_target() : ByteSpan{}; }
   void rx_commit_locked(std::size_t n) { engine_->commit_direct(n); }
-  std::size_t rx_feed_locked(ConstByteSpan bytes);
-  bool rx_open_locked() const;
+  std::size_t rx_feed_locked(ConstByteSpan bytes) {
+    // The engine drops bytes itself once it has stopped receiving (a Terminate either way).
+    return engine_ && receiving_state() ? engine_->feed(bytes) : bytes.size();
+  }
+  bool rx_open_locked() const { return engine_ && engine_->rx_open() && receiving_state(); }
   // No FPDU is partly received (an end of stream here is an orderly close).
   bool rx_at_boundary_locked() const { return !engine_ || engine_->rx_at_boundary(); }
 
@@ -90,20 +94,31 @@ class QueuePair final : private proto::RdmapPort {
   void disconnect_locked();
 
  private:
-  // proto::RdmapPort.
+  // proto::RdmapPort: forwarded to the protection checks, the inbound receive and the send queue;
+  // Terminates and the RTR act on the QP.
   proto::ScatterResult resolve_write(std::uint32_t stag, std::uint64_t offset,
-                                     std::size_t length) override;
-  proto::ScatterResult resolve_receive(std::uint32_t msn, std::uint32_t mo, std::size_t length,
-                                       bool first_segment) override;
-  std::optional<wire::TerminateCode> receive_complete(const proto::InboundSend& send) override;
+                                     std::size_t length) override {
+    return protection_.resolve_write(stag, offset, length);
+  }
+  proto::ScatterResult resolve_receive(std::uint32_t /*msn*/, std::uint32_t mo, std::size_t length,
+                                       bool first_segment) override {
+    return receive_.place(mo, length, first_segment);
+  }
+  std::optional<wire::TerminateCode> receive_complete(const proto::InboundSend& send) override {
+    return receive_.complete(send);
+  }
   Expected<proto::ReadSource, wire::TerminateCode> resolve_read_source(
-      std::uint32_t stag, std::uint64_t offset, std::uint32_t length) override;
+      std::uint32_t stag, std::uint64_t offset, std::uint32_t length) override {
+    return protection_.resolve_read_source(stag, offset, length);
+  }
   proto::ScatterResult resolve_read_sink(std::uint64_t seq, std::size_t offset,
-                                         std::size_t length) override;
-  void read_complete(std::uint64_t seq) override;
-  bool peek_request(proto::OutboundRequest& next) override;
+                                         std::size_t length) override {
+    return protection_.resolve_read_sink(sq_.read_sink(seq), offset, length);
+  }
+  void read_complete(std::uint64_t seq) override { sq_.read_complete(seq); }
+  bool peek_request(proto::OutboundRequest& next) override { return sq_.peek(next); }
   bool start_request(proto::OutboundRequest& r, std::vector<ConstByteSpan>& payload) override;
-  void request_sent(std::uint64_t seq) override;
+  void request_sent(std::uint64_t seq) override { sq_.sent(seq); }
   void terminate_queued(const wire::TerminateCode& code) override;
   void terminate_received(const wire::TerminateMessage& message) override;
   void terminate_sent() override;
@@ -111,20 +126,17 @@ class QueuePair final : private proto::RdmapPort {
 
   // Validates and queues one request; kick: the link is to be told (once, by the caller).
   Status post_send_locked(const SendWr& wr, bool& kick);
-
   // Errors.
   void enter_error(std::optional<WcStatus> first_status, std::uint32_t vendor_err);
-  void flush_receive_side();
   Status check_transition(QpState target) const;
   // The QP's state lets it receive (not ERROR, not RESET).
   bool receiving_state() const { return state_ != QpState::kError && state_ != QpState::kReset; }
 
-  Device& device_;
   QpConfig config_;
   QpReporter reporter_;
   mutable std::mutex mu_;
   QpState state_ = QpState::kReset;
-  std::unique_ptr<ReceiveQueue> own_rq_;
+  std::unique_ptr<ReceiveQueue> own_rq_;  // null with an SRQ
   ReceiveQueue* rq_;
 
   // The connection: its link to the runtime and its protocol engine (while bound).
@@ -134,26 +146,10 @@ class QueuePair final : private proto::RdmapPort {
   std::unique_ptr<proto::RdmapEngine> engine_;
   bool disconnecting_ = false;
 
-  // Receive scratch.
-  struct ActiveReceive {
-    bool active = false;
-    RecvEntry entry;
-    std::vector<ByteSpan> spans;
-    std::vector<MemoryRegionRef> mrs;
-    std::size_t capacity = 0;
-    // No receive is active; the vectors keep their storage for the next one.
-    void end() {
-      active = false;
-      entry.recycle();
-      spans.clear();
-      mrs.clear();
-      capacity = 0;
-    }
-  };
-  ActiveReceive rx_recv_;
-  std::vector<ByteSpan> rx_scatter_;
+  // The pieces the engine reaches through the port (they refer to the members above).
   MemoryProtection protection_;
   SendQueue sq_;
+  InboundReceive receive_;
 };
 
 }  // namespace uwarp::verbs
