@@ -47,7 +47,8 @@ wire::TerminateCode write_error(AccessError e) {
   switch (e) {
     case AccessError::kInvalidStag: return term::kDdpTaggedInvalidStag;
     case AccessError::kWrongPd: return term::kDdpTaggedStagNotAssociated;
-    case AccessError::kAccessRights: return term::kDdpTaggedInvalidStag;  // DDP has no access-rights code
+    // DDP has no access-rights code.
+    case AccessError::kAccessRights: return term::kDdpTaggedInvalidStag;
     case AccessError::kBounds: return term::kDdpTaggedBaseBounds;
     case AccessError::kWrap: return term::kDdpTaggedToWrap;
   }

@@ -35,8 +35,7 @@ TEST(verbs_remote_terminate, OnlyAnRdmapVersionOrOpcodeErrorIsAnInvalidRequest) 
 
 TEST(verbs_remote_terminate, EveryDdpUntaggedErrorIsAnInvalidRequest) {
   for (unsigned ecode : {0x00u, 0x01u, 0x02u, 0x03u, 0x04u, 0x05u, 0x06u}) {
-    EXPECT_EQ(status_for_remote_terminate(word(0x12, ecode)),
-              WcStatus::kRemoteInvalidRequestError)
+    EXPECT_EQ(status_for_remote_terminate(word(0x12, ecode)), WcStatus::kRemoteInvalidRequestError)
         << "DDP/2/" << ecode;
   }
 }

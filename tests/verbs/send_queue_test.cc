@@ -134,8 +134,8 @@ TEST_F(SendQueueTest, StartHandsOverTheRegisteredBytesOrARead_sSink) {
   EXPECT_EQ(r.remote_offset, 0x1234u);
   EXPECT_EQ(r.remote_stag, 0xABCDu);
 
-  ASSERT_TRUE(sq_.post(wr(2, WrOpcode::kRdmaRead, {buf_.sge(200, 10), buf_.sge(300, 6)}), true)
-                  .is_ok());
+  ASSERT_TRUE(
+      sq_.post(wr(2, WrOpcode::kRdmaRead, {buf_.sge(200, 10), buf_.sge(300, 6)}), true).is_ok());
   const std::uint64_t read = start();
   ASSERT_NE(read, 0u);
   EXPECT_TRUE(payload_.empty()) << "a Read sends no payload";
@@ -239,8 +239,8 @@ TEST_F(SendQueueTest, AFlushBlamesNoRequestThatHadNotStarted) {
 }
 
 TEST_F(SendQueueTest, ARequestWhoseMemoryFailsItsCheckCompletesWithALocalProtectionError) {
-  ASSERT_TRUE(sq_.post(wr(1, WrOpcode::kSend, {Sge{buf_.addr(), 8, buf_.mr->stag ^ 0xFF}}), true)
-                  .is_ok());
+  ASSERT_TRUE(
+      sq_.post(wr(1, WrOpcode::kSend, {Sge{buf_.addr(), 8, buf_.mr->stag ^ 0xFF}}), true).is_ok());
   ASSERT_TRUE(post(2).is_ok());
   EXPECT_EQ(start(), 0u) << "an STag of no region";
   proto::OutboundRequest next;
@@ -285,8 +285,8 @@ TEST_F(SendQueueTest, InlineDataIsCopiedAtPostAndOutlivesARequestFlushedInFlight
   sq_.flush(std::nullopt, 0);  // a transmit batch may still point at it
   poll_all(cq_);
   for (std::uint64_t id = 2; id <= 5; ++id) {
-    ASSERT_TRUE(sq_.post(wr(id, WrOpcode::kSend, {part1, part2}, send_flags::kInline), true)
-                    .is_ok());
+    ASSERT_TRUE(
+        sq_.post(wr(id, WrOpcode::kSend, {part1, part2}, send_flags::kInline), true).is_ok());
   }
   EXPECT_EQ(std::string(in_flight.begin(), in_flight.end()), expected)
       << "a reused slot does not write over the bytes of the flushed request";
