@@ -157,10 +157,6 @@ void QueuePair::attach_link_locked(QpLink* link, const LinkParams& p) {
   if (p.send_rtr != proto::RtrType::kNone || !sq_.empty()) link_->tx_ready();
 }
 
-void QueuePair::detach_link_locked() {
-  link_ = nullptr;
-}
-
 void QueuePair::queue_nudge_locked() {
   if (state_ != QpState::kRts || !engine_) return;
   engine_->queue_nudge();

@@ -61,7 +61,7 @@ class QueuePair final : private proto::RdmapPort {
 
   // Stream binding, driven by the CM and runtime.
   void attach_link_locked(QpLink* link, const LinkParams& params);
-  void detach_link_locked();
+  void detach_link_locked() { link_ = nullptr; }
   bool has_link_locked() const { return link_ != nullptr; }
   void set_max_ulpdu_locked(std::size_t max_ulpdu) {
     if (engine_) engine_->set_max_ulpdu(max_ulpdu);
