@@ -1,24 +1,23 @@
-// QueuePair: application calls, the verbs state machine, completions and flush rules.
-// What the protocol engine asks of the QP (proto::RdmapPort) is in queue_pair_rx.cc (memory and
-// receives for inbound messages, Terminates) and queue_pair_tx.cc (the send queue).
+// QueuePair: application calls, the verbs state machine and its flush rules, and the binding to
+// a stream. The engine's side (feeding, filling, Terminates) is in queue_pair_engine.cc.
 #include "verbs/queue_pair.h"
 
-#include <algorithm>
-#include <cstring>
 #include <new>
 
 namespace uwarp::verbs {
 
 QueuePair::QueuePair(Device& device, const QpConfig& config)
-    : device_(device), config_(config), qp_num_(device.allocate_qp_num()) {
-  if (config_.srq != nullptr) {
-    rq_ = config_.srq;
-  } else {
-    own_rq_ = std::make_unique<ReceiveQueue>(config_.pd, config_.caps.max_recv_wr,
-                                             config_.caps.max_recv_sge);
-    rq_ = own_rq_.get();
-  }
-  rx_scatter_.reserve(16);
+    : config_(config),
+      reporter_(device, device.allocate_qp_num(), config.user_context, config.send_cq,
+                config.recv_cq),
+      own_rq_(config.srq != nullptr
+                  ? nullptr
+                  : std::make_unique<ReceiveQueue>(config.pd, config.caps.max_recv_wr,
+                                                   config.caps.max_recv_sge)),
+      rq_(config.srq != nullptr ? config.srq : own_rq_.get()),
+      protection_(device.stags(), config.pd),
+      sq_(config.caps, device.limits(), config.signal_all, protection_, reporter_),
+      receive_(*rq_, config.srq, protection_, reporter_) {
   if (config_.pd != nullptr) config_.pd->users.fetch_add(1);
 }
 
@@ -72,7 +71,6 @@ Status QueuePair::modify_state(QpState target) {
       if (state_ != QpState::kError && state_ != QpState::kReset) enter_error(std::nullopt, 0);
       if (link_ != nullptr) link_->shutdown_requested();
       sq_.clear();
-      sq_next_ = 0;
       if (own_rq_) own_rq_->drain();
       // The engine stays until the next attach: a Terminate it queued may still go out; it
       // receives nothing more (rx_open_locked).
@@ -118,56 +116,18 @@ Status QueuePair::post_send(std::span<const SendWr> wrs, std::size_t* posted) {
 }
 
 Status QueuePair::post_send_locked(const SendWr& wr, bool& kick) {
-  if (state_ == QpState::kReset || state_ == QpState::kInit || state_ == QpState::kRtr) {
-    return Status(Errc::kInvalidState, "post_send needs a QP in RTS, SQD or ERROR");
-  }
-  const bool is_inline = (wr.flags & send_flags::kInline) != 0 && wr.opcode != WrOpcode::kRdmaRead;
-  if (!is_inline && wr.sg_list.size() > config_.caps.max_send_sge) {
-    return Status(Errc::kInvalidArgument, "work request has more SGEs than max_send_sge");
-  }
-  if (sq_.size() >= config_.caps.max_send_wr)
-    return Status(Errc::kNoResources, "send queue is full");
-  if (wr.opcode == WrOpcode::kRdmaRead && link_ != nullptr && ord_ == 0) {
-    return Status(Errc::kInvalidArgument, "the connection allows no RDMA Reads (ORD 0)");
-  }
-  std::uint64_t length = 0;
-  for (const Sge& s : wr.sg_list) length += s.length;
-  if (length > device_.limits().max_msg_size)
-    return Status(Errc::kInvalidArgument, "message too long");
-  if (is_inline && length > device_.limits().max_inline_data) {
-    return Status(Errc::kInvalidArgument, "inline data longer than the device maximum");
-  }
-  SqEntry& e = sq_.push_back();  // a reused slot, as new but with its vectors' storage
-  e.seq = next_seq_++;
-  e.wr_id = wr.wr_id;
-  e.opcode = wr.opcode;
-  e.flags = wr.flags;
-  e.remote_addr = wr.remote_addr;
-  e.rkey = wr.rkey;
-  e.invalidate_rkey = wr.invalidate_rkey;
-  e.signaled = config_.signal_all || (wr.flags & send_flags::kSignaled) != 0;
-  e.length = static_cast<std::uint32_t>(length);
-  if (is_inline) {
-    // Inline data is copied now: the application may reuse its buffer when post_send returns.
-    e.inline_data.resize(length);
-    std::size_t at = 0;
-    for (const Sge& s : wr.sg_list) {
-      if (s.length > 0)
-        std::memcpy(e.inline_data.data() + at, reinterpret_cast<const void*>(s.addr), s.length);
-      at += s.length;
-    }
-  } else {
-    e.sges.assign(wr.sg_list.begin(), wr.sg_list.end());
-  }
+  // One Status, returned from every path, is built in place in the caller's.
+  Status s = state_ == QpState::kReset || state_ == QpState::kInit || state_ == QpState::kRtr
+                 ? Status(Errc::kInvalidState, "post_send needs a QP in RTS, SQD or ERROR")
+                 : sq_.post(wr, link_ == nullptr || ord_ != 0);
+  if (!s) return s;
   if (state_ == QpState::kError) {
     // Posting to a QP in error completes the request at once with a flush error.
-    e.phase = Phase::kDone;
-    e.status = WcStatus::kWrFlushError;
-    complete_in_order();
-    return Status::ok();
+    sq_.flush_last();
+  } else if (link_ != nullptr && state_ == QpState::kRts) {
+    kick = true;
   }
-  if (link_ != nullptr && state_ == QpState::kRts) kick = true;
-  return Status::ok();
+  return s;
 }
 
 Status QueuePair::post_recv(const RecvWr& wr) {
@@ -177,7 +137,7 @@ Status QueuePair::post_recv(const RecvWr& wr) {
   if (state_ == QpState::kReset)
     return Status(Errc::kInvalidState, "post_recv needs a QP out of RESET");
   if (state_ == QpState::kError) {
-    fail_recv(wr.wr_id, WcStatus::kWrFlushError);
+    reporter_.recv_failed(wr.wr_id, WcStatus::kWrFlushError);
     return Status::ok();
   }
   return rq_->post(wr);
@@ -187,7 +147,7 @@ void QueuePair::attach_link_locked(QpLink* link, const LinkParams& p) {
   // A new stream: a new engine, so every per-stream counter starts afresh (RFC 5041: MSNs
   // start at 1), also for a QP used before and taken back through RESET.
   disconnecting_ = false;
-  rx_recv_ = ActiveReceive{};
+  receive_.reset();
   link_ = link;
   ird_ = p.ird;
   ord_ = p.ord;
@@ -195,10 +155,6 @@ void QueuePair::attach_link_locked(QpLink* link, const LinkParams& p) {
   if (state_ == QpState::kReset) state_ = QpState::kInit;
   state_ = QpState::kRts;
   if (p.send_rtr != proto::RtrType::kNone || !sq_.empty()) link_->tx_ready();
-}
-
-void QueuePair::detach_link_locked() {
-  link_ = nullptr;
 }
 
 void QueuePair::queue_nudge_locked() {
@@ -217,81 +173,7 @@ void QueuePair::disconnect_locked() {
 void QueuePair::link_lost_locked(bool graceful, const std::string& why) {
   if (state_ == QpState::kError || state_ == QpState::kReset) return;
   enter_error(std::nullopt, 0);
-  if (!graceful) report(AsyncEventType::kQpFatal, why);
-}
-
-QueuePair::SqEntry* QueuePair::find_sq(std::uint64_t seq) {
-  if (sq_.empty() || seq < sq_.front().seq) return nullptr;
-  const std::size_t i = static_cast<std::size_t>(seq - sq_.front().seq);
-  return i < sq_.size() ? &sq_[i] : nullptr;
-}
-
-void QueuePair::push_send_completion(const SqEntry& e) {
-  WorkCompletion wc;
-  wc.wr_id = e.wr_id;
-  wc.status = e.status;
-  wc.vendor_err = e.vendor_err;
-  wc.qp_num = qp_num_;
-  switch (e.opcode) {
-    case WrOpcode::kSend:
-    case WrOpcode::kSendWithInvalidate:
-      wc.opcode = WcOpcode::kSend;
-      break;
-    case WrOpcode::kRdmaWrite:
-      wc.opcode = WcOpcode::kRdmaWrite;
-      break;
-    case WrOpcode::kRdmaRead:
-      wc.opcode = WcOpcode::kRdmaRead;
-      wc.byte_len = e.length;
-      break;
-  }
-  if (!config_.send_cq->push(wc, false)) report(AsyncEventType::kCqError, "send CQ overflow");
-}
-
-void QueuePair::complete_in_order() {
-  // Send completions are reported in posting order, as the verbs require of an RC QP.
-  while (!sq_.empty() && sq_.front().phase == Phase::kDone) {
-    const SqEntry& e = sq_.front();
-    if (e.signaled || e.status != WcStatus::kSuccess) push_send_completion(e);
-    sq_.pop_front();
-    if (sq_next_ > 0) --sq_next_;
-  }
-}
-
-void QueuePair::push_recv(const WorkCompletion& wc, bool solicited) {
-  if (!config_.recv_cq->push(wc, solicited))
-    report(AsyncEventType::kCqError, "receive CQ overflow");
-}
-
-void QueuePair::fail_recv(std::uint64_t wr_id, WcStatus status) {
-  WorkCompletion wc;
-  wc.wr_id = wr_id;
-  wc.status = status;
-  wc.opcode = WcOpcode::kRecv;
-  wc.qp_num = qp_num_;
-  push_recv(wc, false);
-}
-
-void QueuePair::report(AsyncEventType type, const std::string& detail) {
-  AsyncEvent ev;
-  ev.type = type;
-  ev.qp_num = qp_num_;
-  ev.context = config_.user_context;
-  ev.detail = detail;
-  device_.report(ev);
-}
-
-void QueuePair::flush_receive_side() {
-  if (rx_recv_.active) {
-    fail_recv(rx_recv_.entry.wr_id, WcStatus::kWrFlushError);
-    rx_recv_.end();
-  }
-  if (own_rq_) {
-    for (const RecvEntry& r : own_rq_->drain()) fail_recv(r.wr_id, WcStatus::kWrFlushError);
-  } else {
-    // SRQ entries stay with the SRQ; tell the application this QP consumes no more of them.
-    report(AsyncEventType::kQpLastWqeReached, "QP left the SRQ");
-  }
+  if (!graceful) reporter_.event(AsyncEventType::kQpFatal, why);
 }
 
 void QueuePair::enter_error(std::optional<WcStatus> first_status, std::uint32_t vendor_err) {
@@ -299,75 +181,8 @@ void QueuePair::enter_error(std::optional<WcStatus> first_status, std::uint32_t 
   // Before any completion tells the application its memory is free again.
   if (link_ != nullptr) link_->tx_abandon();
   if (engine_) engine_->abandon();
-  bool first = true;
-  for (std::size_t i = 0; i < sq_.size(); ++i) {
-    SqEntry& e = sq_[i];
-    if (e.phase == Phase::kDone) continue;
-    // A Send or Write already handed to TCP (in flight) counts as sent unless the first error
-    // belongs to it; everything else is flushed.
-    if (first && first_status &&
-        (e.phase == Phase::kAwaitingResponse || e.phase == Phase::kInFlight)) {
-      e.status = *first_status;
-      e.vendor_err = vendor_err;
-    } else {
-      e.status = WcStatus::kWrFlushError;
-    }
-    first = false;
-    if (e.phase == Phase::kInFlight && !e.inline_data.empty())
-      retired_inline_.push_back(std::move(e.inline_data));
-    e.phase = Phase::kDone;
-    e.mrs.clear();
-  }
-  complete_in_order();
-  flush_receive_side();
-}
-
-WcStatus status_for_remote_terminate(std::uint32_t raw_control) {
-  const std::uint8_t hi = static_cast<std::uint8_t>(raw_control >> 28);
-  const std::uint8_t lo = static_cast<std::uint8_t>((raw_control >> 24) & 0x0F);
-  const std::uint8_t ecode = static_cast<std::uint8_t>(raw_control >> 16);
-  // RFC layout first (layer, etype); if that is no valid pair, siw's swapped layout. siw writes
-  // the word with little-endian bitfields: its M, D and R flags land in the low three bits of the
-  // third byte, which RFC 5040 reserves (zero), while the RFC's flags (0xE0) stay clear. Such a
-  // word is read the siw way even when the RFC reading is a valid pair too (siw's RDMAP / 1
-  // arrives as 0x10, which would read as DDP / 0).
-  auto valid = [](std::uint8_t layer, std::uint8_t etype) {
-    return (layer == 0 && etype <= 2) || (layer == 1 && etype <= 2) || (layer == 2 && etype == 0);
-  };
-  const std::uint8_t flags = static_cast<std::uint8_t>(raw_control >> 8);
-  const bool siw_layout = (flags & 0x07) != 0 && (flags & 0xE0) == 0;
-  std::uint8_t layer = hi;
-  std::uint8_t etype = lo;
-  if ((siw_layout || !valid(hi, lo)) && valid(lo, hi)) {
-    layer = lo;
-    etype = hi;
-  }
-  if ((layer == 0 || layer == 1) && etype == 1) return WcStatus::kRemoteAccessError;
-  if (layer == 0 && etype == 2 && (ecode == 0x05 || ecode == 0x06))
-    return WcStatus::kRemoteInvalidRequestError;
-  if (layer == 1 && etype == 2) return WcStatus::kRemoteInvalidRequestError;
-  return WcStatus::kRemoteOperationError;
-}
-
-const MemoryRegionRef& QueuePair::find_region(MemoryRegionRef& last, std::uint32_t stag) {
-  if (!last || last->stag != stag || !last->valid.load(std::memory_order_acquire)) {
-    last = device_.stags().find(stag);
-  }
-  return last;
-}
-
-bool QueuePair::resolve_local(const std::vector<Sge>& sges, std::uint32_t needed,
-                              std::vector<ByteSpan>& spans, std::vector<MemoryRegionRef>& keep) {
-  for (const Sge& s : sges) {
-    if (s.length == 0) continue;
-    // Requests in a row mostly name the same region.
-    if (!find_region(local_mr_, s.lkey)) return false;
-    auto r = local_mr_->resolve(config_.pd, s.addr, s.length, needed);
-    if (!r) return false;
-    spans.push_back(*r);
-    keep.push_back(local_mr_);
-  }
-  return true;
+  sq_.flush(first_status, vendor_err);
+  receive_.flush();
 }
 
 }  // namespace uwarp::verbs

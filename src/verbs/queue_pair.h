@@ -1,63 +1,41 @@
-// A reliable-connected queue pair: its send and receive queues, the verbs state machine and
-// its flush rules, completions, and protection (every local and remote access checked against
-// the PD's registered memory). The protocol of the connection it is bound to (FPDUs, RDMAP
-// rules, the transmit order, Terminates) is a proto::RdmapEngine that the QP owns while bound,
-// and that reaches the queues and memory through the proto::RdmapPort the QP implements.
+// A reliable-connected queue pair: the verbs state machine and its flush rules, the application's
+// calls, and the binding to the stream of its connection. The protocol of that connection (FPDUs,
+// RDMAP rules, the transmit order, Terminates) is a proto::RdmapEngine that the QP owns while
+// bound; it reaches the QP's pieces through the proto::RdmapPort the QP implements: the send
+// queue (SendQueue), the receive being placed (InboundReceive), the checks of every local and
+// remote memory access against the PD's registrations (MemoryProtection).
 //
 // Locking: every method whose name ends in _locked requires mutex() to be held; the others take
 // it themselves. The runtime holds it while it feeds received bytes or fills a transmit batch,
-// so a QP and its engine are driven by one thread at a time. Completions are pushed to the CQs
-// under the lock.
+// so a QP, its engine and its pieces are driven by one thread at a time. Completions are pushed
+// to the CQs under the lock.
 #pragma once
 
 #include <cstdint>
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
-#include "base/slot_ring.h"
 #include "proto/rdmap_engine.h"
-#include "proto/rtr.h"
 #include "proto/tx_batch.h"
 #include "uwarp/status.h"
 #include "uwarp/types.h"
 #include "verbs/completion_queue.h"
 #include "verbs/device.h"
-#include "verbs/memory_region.h"
+#include "verbs/inbound_receive.h"
+#include "verbs/memory_protection.h"
 #include "verbs/protection_domain.h"
+#include "verbs/qp_config.h"
+#include "verbs/qp_link.h"
+#include "verbs/qp_reporter.h"
 #include "verbs/receive_queue.h"
+#include "verbs/remote_terminate.h"
+#include "verbs/send_queue.h"
 
 namespace uwarp::verbs {
-
-struct QpConfig {
-  ProtectionDomain* pd = nullptr;
-  CompletionQueue* send_cq = nullptr;
-  CompletionQueue* recv_cq = nullptr;
-  ReceiveQueue* srq = nullptr;  // shared receive queue, or null for the QP's own
-  QpCaps caps;
-  bool signal_all = false;
-  void* user_context = nullptr;
-};
-
-// Connection parameters the CM negotiated, handed over when the stream is attached: the
-// engine's (CRC, IRD/ORD, RTR, FPDU size) and which side this is.
-struct LinkParams : proto::RdmapEngine::Params {
-  bool initiator = false;  // this side sent the MPA request
-};
-
-// The runtime's side of an attached stream. Called with the QP lock held; must not block.
-class QpLink {
- public:
-  virtual ~QpLink() = default;
-  virtual void tx_ready() = 0;            // there is transmit work
-  virtual void rtr_received() = 0;        // responder: the peer's RTR arrived
-  virtual void shutdown_requested() = 0;  // close the stream once queued bytes are sent
-  // The QP entered ERROR and completes its work requests as flushed: from now on the stream
-  // must not read their memory (drop what is queued, keep FPDU alignment).
-  virtual void tx_abandon() = 0;
-};
 
 class QueuePair final : private proto::RdmapPort {
  public:
@@ -66,7 +44,7 @@ class QueuePair final : private proto::RdmapPort {
   QueuePair(const QueuePair&) = delete;
   QueuePair& operator=(const QueuePair&) = delete;
 
-  std::uint32_t qp_num() const { return qp_num_; }
+  std::uint32_t qp_num() const { return reporter_.qp_num(); }
   const QpConfig& config() const { return config_; }
   std::mutex& mutex() const { return mu_; }
 
@@ -83,7 +61,7 @@ class QueuePair final : private proto::RdmapPort {
 
   // Stream binding, driven by the CM and runtime.
   void attach_link_locked(QpLink* link, const LinkParams& params);
-  void detach_link_locked();
+  void detach_link_locked() { link_ = nullptr; }
   bool has_link_locked() const { return link_ != nullptr; }
   void set_max_ulpdu_locked(std::size_t max_ulpdu) {
     if (engine_) engine_->set_max_ulpdu(max_ulpdu);
@@ -97,8 +75,11 @@ class QueuePair final : private proto::RdmapPort {
   // QP queues a Terminate and rx_open_locked() turns false.
   ByteSpan rx_direct_target_locked() { return engine_ ? engine_->direct_target() : ByteSpan{}; }
   void rx_commit_locked(std::size_t n) { engine_->commit_direct(n); }
-  std::size_t rx_feed_locked(ConstByteSpan bytes);
-  bool rx_open_locked() const;
+  std::size_t rx_feed_locked(ConstByteSpan bytes) {
+    // The engine drops bytes itself once it has stopped receiving (a Terminate either way).
+    return engine_ && receiving_state() ? engine_->feed(bytes) : bytes.size();
+  }
+  bool rx_open_locked() const { return engine_ && engine_->rx_open() && receiving_state(); }
   // No FPDU is partly received (an end of stream here is an orderly close).
   bool rx_at_boundary_locked() const { return !engine_ || engine_->rx_at_boundary(); }
 
@@ -113,52 +94,31 @@ class QueuePair final : private proto::RdmapPort {
   void disconnect_locked();
 
  private:
-  enum class Phase : std::uint8_t { kQueued, kInFlight, kAwaitingResponse, kDone };
-  struct SqEntry {
-    std::uint64_t seq = 0;
-    std::uint64_t wr_id = 0;
-    WrOpcode opcode = WrOpcode::kSend;
-    std::uint32_t flags = 0;
-    std::uint64_t remote_addr = 0;
-    std::uint32_t rkey = 0;
-    std::uint32_t invalidate_rkey = 0;
-    std::vector<Sge> sges;
-    std::vector<std::uint8_t> inline_data;
-    std::vector<ByteSpan> spans;       // resolved local memory (read: the sink)
-    std::vector<MemoryRegionRef> mrs;  // kept alive while the WR is in flight
-    std::uint32_t length = 0;
-    Phase phase = Phase::kQueued;
-    WcStatus status = WcStatus::kSuccess;
-    std::uint32_t vendor_err = 0;  // the peer's Terminate control word, for the WR it failed
-    bool signaled = false;
-    // SlotRing: as a new entry, keeping the vectors' storage for the next request.
-    void recycle() {
-      SqEntry fresh;
-      fresh.sges.swap(sges);
-      fresh.inline_data.swap(inline_data);
-      fresh.spans.swap(spans);
-      fresh.mrs.swap(mrs);
-      fresh.sges.clear();
-      fresh.inline_data.clear();
-      fresh.spans.clear();
-      fresh.mrs.clear();
-      *this = std::move(fresh);
-    }
-  };
-  // proto::RdmapPort.
+  // proto::RdmapPort: forwarded to the protection checks, the inbound receive and the send queue;
+  // Terminates and the RTR act on the QP.
   proto::ScatterResult resolve_write(std::uint32_t stag, std::uint64_t offset,
-                                     std::size_t length) override;
-  proto::ScatterResult resolve_receive(std::uint32_t msn, std::uint32_t mo, std::size_t length,
-                                       bool first_segment) override;
-  std::optional<wire::TerminateCode> receive_complete(const proto::InboundSend& send) override;
+                                     std::size_t length) override {
+    return protection_.resolve_write(stag, offset, length);
+  }
+  proto::ScatterResult resolve_receive(std::uint32_t /*msn*/, std::uint32_t mo, std::size_t length,
+                                       bool first_segment) override {
+    return receive_.place(mo, length, first_segment);
+  }
+  std::optional<wire::TerminateCode> receive_complete(const proto::InboundSend& send) override {
+    return receive_.complete(send);
+  }
   Expected<proto::ReadSource, wire::TerminateCode> resolve_read_source(
-      std::uint32_t stag, std::uint64_t offset, std::uint32_t length) override;
+      std::uint32_t stag, std::uint64_t offset, std::uint32_t length) override {
+    return protection_.resolve_read_source(stag, offset, length);
+  }
   proto::ScatterResult resolve_read_sink(std::uint64_t seq, std::size_t offset,
-                                         std::size_t length) override;
-  void read_complete(std::uint64_t seq) override;
-  bool peek_request(proto::OutboundRequest& next) override;
+                                         std::size_t length) override {
+    return protection_.resolve_read_sink(sq_.read_sink(seq), offset, length);
+  }
+  void read_complete(std::uint64_t seq) override { sq_.read_complete(seq); }
+  bool peek_request(proto::OutboundRequest& next) override { return sq_.peek(next); }
   bool start_request(proto::OutboundRequest& r, std::vector<ConstByteSpan>& payload) override;
-  void request_sent(std::uint64_t seq) override;
+  void request_sent(std::uint64_t seq) override { sq_.sent(seq); }
   void terminate_queued(const wire::TerminateCode& code) override;
   void terminate_received(const wire::TerminateMessage& message) override;
   void terminate_sent() override;
@@ -166,35 +126,17 @@ class QueuePair final : private proto::RdmapPort {
 
   // Validates and queues one request; kick: the link is to be told (once, by the caller).
   Status post_send_locked(const SendWr& wr, bool& kick);
-  SqEntry* find_sq(std::uint64_t seq);
-  void complete_in_order();
-  void push_send_completion(const SqEntry& e);
-
   // Errors.
   void enter_error(std::optional<WcStatus> first_status, std::uint32_t vendor_err);
-  void flush_receive_side();
-  void report(AsyncEventType type, const std::string& detail);
-  void push_recv(const WorkCompletion& wc, bool solicited);
-  // A receive completion that carries only a status (flushes and local errors).
-  void fail_recv(std::uint64_t wr_id, WcStatus status);
-  // The region `stag` names, reusing `last` (the one found before) while it names the same STag
-  // and stays valid: a region never changes its STag or range, and once deregistered or
-  // invalidated it is looked up again, the lookup deciding as for any other STag. Null if none.
-  const MemoryRegionRef& find_region(MemoryRegionRef& last, std::uint32_t stag);
-  // The local memory of `sges` (zero-length ones left out) into `spans`, each region in `keep`;
-  // false if an SGE names no region of this PD that allows `needed` over its range.
-  bool resolve_local(const std::vector<Sge>& sges, std::uint32_t needed,
-                     std::vector<ByteSpan>& spans, std::vector<MemoryRegionRef>& keep);
   Status check_transition(QpState target) const;
   // The QP's state lets it receive (not ERROR, not RESET).
   bool receiving_state() const { return state_ != QpState::kError && state_ != QpState::kReset; }
 
-  Device& device_;
   QpConfig config_;
-  const std::uint32_t qp_num_;
+  QpReporter reporter_;
   mutable std::mutex mu_;
   QpState state_ = QpState::kReset;
-  std::unique_ptr<ReceiveQueue> own_rq_;
+  std::unique_ptr<ReceiveQueue> own_rq_;  // null with an SRQ
   ReceiveQueue* rq_;
 
   // The connection: its link to the runtime and its protocol engine (while bound).
@@ -204,38 +146,10 @@ class QueuePair final : private proto::RdmapPort {
   std::unique_ptr<proto::RdmapEngine> engine_;
   bool disconnecting_ = false;
 
-  // Send queue: entries from the oldest not yet completed; sq_next_ indexes the next to send.
-  SlotRing<SqEntry> sq_;
-  std::size_t sq_next_ = 0;
-  std::uint64_t next_seq_ = 1;
-  // Inline data of requests flushed while in flight: the transmit batch may still point at it
-  // and is sent out after an error (a Terminate may follow it), so it lives as long as the QP.
-  std::vector<std::vector<std::uint8_t>> retired_inline_;
-
-  // Receive scratch.
-  struct ActiveReceive {
-    bool active = false;
-    RecvEntry entry;
-    std::vector<ByteSpan> spans;
-    std::vector<MemoryRegionRef> mrs;
-    std::size_t capacity = 0;
-    // No receive is active; the vectors keep their storage for the next one.
-    void end() {
-      active = false;
-      entry.recycle();
-      spans.clear();
-      mrs.clear();
-      capacity = 0;
-    }
-  };
-  ActiveReceive rx_recv_;
-  std::vector<ByteSpan> rx_scatter_;
-  MemoryRegionRef rx_mr_;     // the region the last inbound Write resolved (resolve_write)
-  MemoryRegionRef local_mr_;  // the region the last local SGE resolved (resolve_local)
+  // The pieces the engine reaches through the port (they refer to the members above).
+  MemoryProtection protection_;
+  SendQueue sq_;
+  InboundReceive receive_;
 };
-
-// The first incomplete-status mapping of a received Terminate (see docs/interop.md: siw sends
-// layer and etype swapped, so both readings are considered).
-WcStatus status_for_remote_terminate(std::uint32_t raw_control);
 
 }  // namespace uwarp::verbs

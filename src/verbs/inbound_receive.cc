@@ -1,0 +1,71 @@
+#include "verbs/inbound_receive.h"
+
+namespace uwarp::verbs {
+namespace term = wire::term;
+
+InboundReceive::InboundReceive(ReceiveQueue& rq, ReceiveQueue* srq, MemoryProtection& protection,
+                               QpReporter& reporter)
+    : rq_(rq), srq_(srq), protection_(protection), reporter_(reporter) {
+  scatter_.reserve(16);
+}
+
+std::optional<wire::TerminateCode> InboundReceive::begin() {
+  end();
+  const bool taken = rq_.take(entry_);
+  if (srq_ != nullptr && srq_->consume_limit_event()) {
+    reporter_.event(AsyncEventType::kSrqLimitReached, "SRQ below its limit");
+  }
+  if (!taken) return term::kDdpUntaggedNoBuffer;
+  active_ = true;
+  if (!protection_.resolve_local(entry_.sges, access::kLocalWrite, spans_, mrs_)) {
+    reporter_.recv_failed(entry_.wr_id, WcStatus::kLocalProtectionError);
+    end();
+    return term::kRdmapCatastrophicStream;
+  }
+  for (const ByteSpan& s : spans_) capacity_ += s.size();
+  return std::nullopt;
+}
+
+proto::ScatterResult InboundReceive::too_long() {
+  reporter_.recv_failed(entry_.wr_id, WcStatus::kLocalLengthError);
+  end();
+  return Unexpected{term::kDdpUntaggedTooLong};
+}
+
+std::optional<wire::TerminateCode> InboundReceive::complete(const proto::InboundSend& send) {
+  WorkCompletion wc;
+  wc.wr_id = entry_.wr_id;
+  wc.status = WcStatus::kSuccess;
+  wc.opcode = WcOpcode::kRecv;
+  wc.byte_len = send.length;
+  wc.qp_num = reporter_.qp_num();
+  end();
+  const bool solicited = wire::is_solicited(send.opcode);
+  if (solicited) wc.flags |= wc_flags::kSolicited;
+  if (wire::carries_invalidate(send.opcode)) {
+    if (!protection_.invalidate_remote(send.invalidate_stag)) {
+      wc.status = WcStatus::kRemoteInvalidRequestError;
+      reporter_.recv_completion(wc, solicited);
+      return term::kRdmapCannotInvalidateProtection;
+    }
+    wc.flags |= wc_flags::kWithInvalidate;
+    wc.invalidated_rkey = send.invalidate_stag;
+  }
+  reporter_.recv_completion(wc, solicited);
+  return std::nullopt;
+}
+
+void InboundReceive::flush() {
+  if (active_) {
+    reporter_.recv_failed(entry_.wr_id, WcStatus::kWrFlushError);
+    end();
+  }
+  if (srq_ == nullptr) {
+    for (const RecvEntry& r : rq_.drain()) reporter_.recv_failed(r.wr_id, WcStatus::kWrFlushError);
+  } else {
+    // SRQ entries stay with the SRQ; tell the application this QP consumes no more of them.
+    reporter_.event(AsyncEventType::kQpLastWqeReached, "QP left the SRQ");
+  }
+}
+
+}  // namespace uwarp::verbs

@@ -1,0 +1,86 @@
+#include "verbs/memory_protection.h"
+
+#include <algorithm>
+#include <atomic>
+#include <utility>
+
+namespace uwarp::verbs {
+namespace term = wire::term;
+
+MemoryProtection::MemoryProtection(StagTable& stags, const ProtectionDomain* pd)
+    : stags_(stags), pd_(pd) {
+  scatter_.reserve(16);
+}
+
+bool MemoryProtection::resolve_local(const std::vector<Sge>& sges, std::uint32_t needed,
+                                     std::vector<ByteSpan>& spans,
+                                     std::vector<MemoryRegionRef>& keep) {
+  for (const Sge& s : sges) {
+    if (s.length == 0) continue;
+    // Requests in a row mostly name the same region.
+    if (!find_region(local_mr_, s.lkey)) return false;
+    auto r = local_mr_->resolve(pd_, s.addr, s.length, needed);
+    if (!r) return false;
+    spans.push_back(*r);
+    keep.push_back(local_mr_);
+  }
+  return true;
+}
+
+Expected<proto::ReadSource, wire::TerminateCode> MemoryProtection::resolve_read_source(
+    std::uint32_t stag, std::uint64_t offset, std::uint32_t length) {
+  MemoryRegionRef mr = stags_.find(stag);
+  if (!mr) return Unexpected{term::kRdmapInvalidStag};
+  auto r = mr->resolve(pd_, offset, length, access::kRemoteRead);
+  if (!r) return Unexpected{read_source_error(r.error())};
+  return proto::ReadSource{*r, std::move(mr)};
+}
+
+bool MemoryProtection::invalidate_remote(std::uint32_t stag) {
+  MemoryRegionRef mr = stags_.find(stag);
+  if (!mr || mr->pd != pd_) return false;
+  mr->valid.store(false, std::memory_order_release);
+  return true;
+}
+
+wire::TerminateCode write_error(AccessError e) {
+  switch (e) {
+    case AccessError::kInvalidStag: return term::kDdpTaggedInvalidStag;
+    case AccessError::kWrongPd: return term::kDdpTaggedStagNotAssociated;
+    // DDP has no access-rights code.
+    case AccessError::kAccessRights: return term::kDdpTaggedInvalidStag;
+    case AccessError::kBounds: return term::kDdpTaggedBaseBounds;
+    case AccessError::kWrap: return term::kDdpTaggedToWrap;
+  }
+  return term::kDdpTaggedInvalidStag;
+}
+
+wire::TerminateCode read_source_error(AccessError e) {
+  switch (e) {
+    case AccessError::kInvalidStag: return term::kRdmapInvalidStag;
+    case AccessError::kWrongPd: return term::kRdmapStagNotAssociated;
+    case AccessError::kAccessRights: return term::kRdmapAccessRights;
+    case AccessError::kBounds: return term::kRdmapBaseBounds;
+    case AccessError::kWrap: return term::kRdmapToWrap;
+  }
+  return term::kRdmapInvalidStag;
+}
+
+bool slice(const std::vector<ByteSpan>& spans, std::size_t offset, std::size_t length,
+           std::vector<ByteSpan>& out) {
+  out.clear();
+  for (const ByteSpan& s : spans) {
+    if (length == 0) break;
+    if (offset >= s.size()) {
+      offset -= s.size();
+      continue;
+    }
+    const std::size_t take = std::min(s.size() - offset, length);
+    out.push_back(s.subspan(offset, take));
+    length -= take;
+    offset = 0;
+  }
+  return length == 0;
+}
+
+}  // namespace uwarp::verbs

@@ -1,0 +1,88 @@
+// A queue pair's checks of memory access against the registrations of its protection domain
+// (RFC 5040 section 2.1, RFC 5041 section 3): the local SGEs of a posted request or a receive,
+// the tagged buffer of an inbound Write, the source of an inbound Read Request, the sink of an
+// outbound Read, and the region a Send with Invalidate names. A refused inbound access is
+// answered with the Terminate code RFC 5040 and RFC 5041 give for it.
+//
+// Owner: the QueuePair. Thread: the QP lock. Lifetime: the STag table and the PD outlive it. It
+// keeps the region it found last for local SGEs and for inbound Writes (a region never changes
+// its STag or range, and once deregistered or invalidated it is looked up again), and one
+// scatter list whose storage it reuses: a returned Scatter is valid until the next call that
+// returns one.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <vector>
+
+#include "base/bytes.h"
+#include "proto/rdmap_engine.h"
+#include "uwarp/types.h"
+#include "verbs/memory_region.h"
+#include "verbs/stag_table.h"
+
+namespace uwarp::verbs {
+
+class ProtectionDomain;
+
+// The Terminate that refuses an inbound Write (DDP tagged buffer errors) or a Read Request's
+// source (RDMAP remote protection errors) for `error`.
+wire::TerminateCode write_error(AccessError error);
+wire::TerminateCode read_source_error(AccessError error);
+
+// The part [offset, offset + length) of a list of spans, into `out`; false if it runs past the
+// end.
+bool slice(const std::vector<ByteSpan>& spans, std::size_t offset, std::size_t length,
+           std::vector<ByteSpan>& out);
+
+class MemoryProtection {
+ public:
+  MemoryProtection(StagTable& stags, const ProtectionDomain* pd);
+
+  // The local memory of `sges` (zero-length ones left out) appended to `spans`, each region to
+  // `keep`; false if an SGE names no region of this PD that allows `needed` over its range.
+  bool resolve_local(const std::vector<Sge>& sges, std::uint32_t needed,
+                     std::vector<ByteSpan>& spans, std::vector<MemoryRegionRef>& keep);
+  // An inbound Write's segment: [to, to + length) of `stag`, checked for remote write.
+  proto::ScatterResult resolve_write(std::uint32_t stag, std::uint64_t to, std::size_t length) {
+    // The segments of one Write all name its STag.
+    if (!find_region(write_mr_, stag)) return Unexpected{wire::term::kDdpTaggedInvalidStag};
+    auto r = write_mr_->resolve(pd_, to, length, access::kRemoteWrite);
+    if (!r) return Unexpected{write_error(r.error())};
+    scatter_.assign(1, *r);
+    return proto::Scatter(scatter_);
+  }
+  // An inbound Read Request's source, checked for remote read.
+  Expected<proto::ReadSource, wire::TerminateCode> resolve_read_source(std::uint32_t stag,
+                                                                       std::uint64_t offset,
+                                                                       std::uint32_t length);
+  // Bytes [offset, offset + length) of an outbound Read's sink (its resolved local memory, or
+  // null if the Read is no longer queued).
+  proto::ScatterResult resolve_read_sink(const std::vector<ByteSpan>* sink, std::size_t offset,
+                                         std::size_t length) {
+    if (sink == nullptr || !slice(*sink, offset, length, scatter_)) {
+      return Unexpected{wire::term::kDdpTaggedBaseBounds};
+    }
+    return proto::Scatter(scatter_);
+  }
+  // A Send with Invalidate: invalidates `stag` if it names a region of this PD; false if not.
+  bool invalidate_remote(std::uint32_t stag);
+
+ private:
+  // The region `stag` names, reusing `last` while it names the same STag and stays valid. Null
+  // if none.
+  const MemoryRegionRef& find_region(MemoryRegionRef& last, std::uint32_t stag) {
+    if (!last || last->stag != stag || !last->valid.load(std::memory_order_acquire)) {
+      last = stags_.find(stag);
+    }
+    return last;
+  }
+
+  StagTable& stags_;
+  const ProtectionDomain* const pd_;
+  MemoryRegionRef write_mr_;  // the region the last inbound Write resolved
+  MemoryRegionRef local_mr_;  // the region the last local SGE resolved
+  std::vector<ByteSpan> scatter_;
+};
+
+}  // namespace uwarp::verbs

@@ -1,0 +1,52 @@
+// QueuePair and its protocol engine: received bytes fed to it, transmit batches filled by it as
+// the QP's state allows, and what the engine tells the QP through proto::RdmapPort that acts on
+// the QP itself (a request whose memory failed its check, Terminates, the RTR). Where inbound
+// segments go and what goes out next are the protection checks', the inbound receive's and the
+// send queue's (the forwards in queue_pair.h); the RDMAP rules are the engine's.
+#include "verbs/queue_pair.h"
+
+namespace uwarp::verbs {
+
+bool QueuePair::tx_fill_locked(proto::TxBatch& batch) {
+  if (!engine_) return false;
+  proto::RdmapEngine::TxGate gate;
+  gate.responses = state_ == QpState::kRts || state_ == QpState::kSqd;
+  gate.requests = state_ == QpState::kRts;
+  return engine_->fill(batch, gate);
+}
+
+bool QueuePair::start_request(proto::OutboundRequest& r, std::vector<ConstByteSpan>& payload) {
+  if (sq_.start(r, payload)) return true;
+  // A local protection error fails this request and, as the verbs require, the QP.
+  enter_error(std::nullopt, 0);
+  reporter_.event(AsyncEventType::kQpFatal, "local protection error on a send work request");
+  if (link_ != nullptr) link_->shutdown_requested();
+  return false;
+}
+
+void QueuePair::terminate_received(const wire::TerminateMessage& m) {
+  const WcStatus status = status_for_remote_terminate(m.raw_control);
+  const std::string detail = describe_remote_terminate(m);
+  enter_error(status, m.raw_control);
+  reporter_.event(status == WcStatus::kRemoteAccessError ? AsyncEventType::kQpAccessError
+                                                         : AsyncEventType::kQpFatal,
+                  detail);
+  if (link_ != nullptr) link_->shutdown_requested();
+}
+
+void QueuePair::rtr_received() {
+  if (link_ != nullptr) link_->rtr_received();
+}
+
+void QueuePair::terminate_queued(const wire::TerminateCode& code) {
+  const bool access = code.layer != wire::TermLayer::kLlp && code.etype == 1;
+  enter_error(std::nullopt, 0);
+  reporter_.event(access ? AsyncEventType::kQpAccessError : AsyncEventType::kQpFatal,
+                  "sent Terminate " + wire::describe(code));
+}
+
+void QueuePair::terminate_sent() {
+  if (link_ != nullptr) link_->shutdown_requested();
+}
+
+}  // namespace uwarp::verbs

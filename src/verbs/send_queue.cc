@@ -1,0 +1,207 @@
+#include "verbs/send_queue.h"
+
+#include <cstring>
+
+namespace uwarp::verbs {
+namespace {
+
+proto::OutboundRequest::Kind kind_of(WrOpcode opcode) {
+  switch (opcode) {
+    case WrOpcode::kSend: return proto::OutboundRequest::Kind::kSend;
+    case WrOpcode::kSendWithInvalidate: return proto::OutboundRequest::Kind::kSendInvalidate;
+    case WrOpcode::kRdmaWrite: return proto::OutboundRequest::Kind::kWrite;
+    case WrOpcode::kRdmaRead: return proto::OutboundRequest::Kind::kRead;
+  }
+  return proto::OutboundRequest::Kind::kSend;
+}
+
+}  // namespace
+
+SendQueue::SendQueue(const QpCaps& caps, const DeviceLimits& limits, bool signal_all,
+                     MemoryProtection& protection, QpReporter& reporter)
+    : max_wr_(caps.max_send_wr),
+      max_sge_(caps.max_send_sge),
+      limits_(limits),
+      signal_all_(signal_all),
+      protection_(protection),
+      reporter_(reporter) {}
+
+Status SendQueue::post(const SendWr& wr, bool reads_allowed) {
+  const bool is_inline = (wr.flags & send_flags::kInline) != 0 && wr.opcode != WrOpcode::kRdmaRead;
+  if (!is_inline && wr.sg_list.size() > max_sge_) {
+    return Status(Errc::kInvalidArgument, "work request has more SGEs than max_send_sge");
+  }
+  if (sq_.size() >= max_wr_) return Status(Errc::kNoResources, "send queue is full");
+  if (wr.opcode == WrOpcode::kRdmaRead && !reads_allowed) {
+    return Status(Errc::kInvalidArgument, "the connection allows no RDMA Reads (ORD 0)");
+  }
+  std::uint64_t length = 0;
+  for (const Sge& s : wr.sg_list) length += s.length;
+  if (length > limits_.max_msg_size) return Status(Errc::kInvalidArgument, "message too long");
+  if (is_inline && length > limits_.max_inline_data) {
+    return Status(Errc::kInvalidArgument, "inline data longer than the device maximum");
+  }
+  Entry& e = sq_.push_back();  // a reused slot, as new but with its vectors' storage
+  e.seq = next_seq_++;
+  e.wr_id = wr.wr_id;
+  e.opcode = wr.opcode;
+  e.flags = wr.flags;
+  e.remote_addr = wr.remote_addr;
+  e.rkey = wr.rkey;
+  e.invalidate_rkey = wr.invalidate_rkey;
+  e.signaled = signal_all_ || (wr.flags & send_flags::kSignaled) != 0;
+  e.length = static_cast<std::uint32_t>(length);
+  if (is_inline) {
+    // Copied now: the application may reuse its buffer when post_send returns.
+    e.inline_data.resize(length);
+    std::size_t at = 0;
+    for (const Sge& s : wr.sg_list) {
+      if (s.length > 0)
+        std::memcpy(e.inline_data.data() + at, reinterpret_cast<const void*>(s.addr), s.length);
+      at += s.length;
+    }
+  } else {
+    e.sges.assign(wr.sg_list.begin(), wr.sg_list.end());
+  }
+  return Status::ok();
+}
+
+void SendQueue::flush_last() {
+  Entry& e = sq_.back();
+  e.phase = Phase::kDone;
+  e.status = WcStatus::kWrFlushError;
+  complete_in_order();
+}
+
+bool SendQueue::peek(proto::OutboundRequest& next) const {
+  if (next_ >= sq_.size()) return false;
+  const Entry& e = sq_[next_];
+  next.seq = e.seq;
+  next.kind = kind_of(e.opcode);
+  next.fence = (e.flags & send_flags::kFence) != 0;
+  return true;
+}
+
+bool SendQueue::start(proto::OutboundRequest& r, std::vector<ConstByteSpan>& payload) {
+  Entry& e = sq_[next_];
+  if (!e.inline_data.empty()) {
+    payload.push_back(ConstByteSpan(e.inline_data));
+  } else {
+    const std::uint32_t needed = e.opcode == WrOpcode::kRdmaRead ? access::kLocalWrite : 0;
+    if (!protection_.resolve_local(e.sges, needed, e.spans, e.mrs)) {
+      e.phase = Phase::kDone;
+      e.status = WcStatus::kLocalProtectionError;
+      ++next_;
+      return false;
+    }
+    if (e.opcode != WrOpcode::kRdmaRead) {
+      for (const ByteSpan& s : e.spans) payload.push_back(s);
+    }
+  }
+  r.solicited = (e.flags & send_flags::kSolicited) != 0;
+  r.length = e.length;
+  r.remote_stag = e.rkey;
+  r.remote_offset = e.remote_addr;
+  r.invalidate_stag = e.invalidate_rkey;
+  // A Read's sink is advertised as the first SGE's STag and address; a multi-SGE sink is
+  // scattered locally by offset (read_sink), so the peer sees one tagged buffer.
+  r.sink_stag = e.sges.empty() ? 0 : e.sges.front().lkey;
+  r.sink_offset = e.sges.empty() ? 0 : e.sges.front().addr;
+  e.phase = Phase::kInFlight;
+  ++next_;
+  return true;
+}
+
+void SendQueue::sent(std::uint64_t seq) {
+  Entry* e = find(seq);
+  if (e == nullptr || e->phase != Phase::kInFlight) return;  // flushed (or answered) meanwhile
+  if (e->opcode == WrOpcode::kRdmaRead) {
+    e->phase = Phase::kAwaitingResponse;
+    return;
+  }
+  succeed(*e);
+}
+
+const std::vector<ByteSpan>* SendQueue::read_sink(std::uint64_t seq) {
+  Entry* e = find(seq);
+  return e == nullptr ? nullptr : &e->spans;
+}
+
+void SendQueue::read_complete(std::uint64_t seq) {
+  Entry* e = find(seq);
+  if (e != nullptr) succeed(*e);
+}
+
+void SendQueue::flush(std::optional<WcStatus> first_status, std::uint32_t vendor_err) {
+  bool first = true;
+  for (std::size_t i = 0; i < sq_.size(); ++i) {
+    Entry& e = sq_[i];
+    if (e.phase == Phase::kDone) continue;
+    // A Send or Write already handed to TCP (in flight) counts as sent unless the first error
+    // belongs to it; everything else is flushed.
+    if (first && first_status &&
+        (e.phase == Phase::kAwaitingResponse || e.phase == Phase::kInFlight)) {
+      e.status = *first_status;
+      e.vendor_err = vendor_err;
+    } else {
+      e.status = WcStatus::kWrFlushError;
+    }
+    first = false;
+    if (e.phase == Phase::kInFlight && !e.inline_data.empty())
+      retired_inline_.push_back(std::move(e.inline_data));
+    e.phase = Phase::kDone;
+    e.mrs.clear();
+  }
+  complete_in_order();
+}
+
+void SendQueue::clear() {
+  sq_.clear();
+  next_ = 0;
+}
+
+SendQueue::Entry* SendQueue::find(std::uint64_t seq) {
+  if (sq_.empty() || seq < sq_.front().seq) return nullptr;
+  const std::size_t i = static_cast<std::size_t>(seq - sq_.front().seq);
+  return i < sq_.size() ? &sq_[i] : nullptr;
+}
+
+void SendQueue::succeed(Entry& e) {
+  e.phase = Phase::kDone;
+  e.status = WcStatus::kSuccess;
+  e.mrs.clear();
+  complete_in_order();
+}
+
+void SendQueue::complete_in_order() {
+  while (!sq_.empty() && sq_.front().phase == Phase::kDone) {
+    const Entry& e = sq_.front();
+    if (e.signaled || e.status != WcStatus::kSuccess) push_completion(e);
+    sq_.pop_front();
+    if (next_ > 0) --next_;
+  }
+}
+
+void SendQueue::push_completion(const Entry& e) {
+  WorkCompletion wc;
+  wc.wr_id = e.wr_id;
+  wc.status = e.status;
+  wc.vendor_err = e.vendor_err;
+  wc.qp_num = reporter_.qp_num();
+  switch (e.opcode) {
+    case WrOpcode::kSend:
+    case WrOpcode::kSendWithInvalidate:
+      wc.opcode = WcOpcode::kSend;
+      break;
+    case WrOpcode::kRdmaWrite:
+      wc.opcode = WcOpcode::kRdmaWrite;
+      break;
+    case WrOpcode::kRdmaRead:
+      wc.opcode = WcOpcode::kRdmaRead;
+      wc.byte_len = e.length;
+      break;
+  }
+  reporter_.send_completion(wc);
+}
+
+}  // namespace uwarp::verbs
