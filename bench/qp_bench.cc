@@ -22,10 +22,7 @@ namespace {
 
 class NullLink final : public QpLink {
  public:
-  void tx_ready() override {}
-  void rtr_received() override {}
-  void shutdown_requested() override {}
-  void tx_abandon() override {}
+  void doorbell() override {}
 };
 
 struct Side {
@@ -84,7 +81,9 @@ class Pair {
     {
       std::lock_guard lock(a_.qp->mutex());
       // A batch holds a bounded number of FPDUs: fill until the message is out.
+      // After each call into the QP the stream collects its requests, as runtime::Transmitter.
       while (a_.qp->tx_fill_locked(a_.batch)) {
+        a_.qp->take_tx_requests_locked();
         std::size_t batch_bytes = 0;
         for (const iovec& v : a_.batch.pending()) {  // what sendmsg copies
           if (n + v.iov_len > wire_.size()) return false;
@@ -95,12 +94,15 @@ class Pair {
         a_.batch.consume(batch_bytes);
         std::uint64_t cookie;
         while (a_.batch.pop_sent(cookie)) a_.qp->tx_sent_locked(cookie);
+        a_.qp->take_tx_requests_locked();
       }
       if (n == 0) return false;
     }
     {
       std::lock_guard lock(b_.qp->mutex());
       b_.qp->rx_feed_locked(ConstByteSpan(wire_.data(), n));
+      b_.qp->take_rtr_received_locked();
+      b_.qp->take_tx_requests_locked();
     }
     WorkCompletion wc[4];
     bool ok = a_.scq.poll(wc) == 1 && wc[0].status == WcStatus::kSuccess;

@@ -22,13 +22,16 @@
 namespace uwarp {
 namespace {
 
-class NullLink final : public verbs::QpLink {
+// As runtime::Stream: after each call into the QP it collects what the QP asks; after an
+// error nothing more is read from the flushed requests' memory.
+class CollectingLink final : public verbs::QpLink {
  public:
-  void tx_ready() override {}
-  void rtr_received() override {}
-  void shutdown_requested() override { shutdown = true; }
-  void tx_abandon() override {
-    if (batch != nullptr) batch->abandon_after_current_fpdu();
+  void doorbell() override {}
+  void collect(verbs::QueuePair& qp) {
+    const verbs::TxRequests r = qp.take_tx_requests_locked();
+    if (r.abandon && batch != nullptr) batch->abandon_after_current_fpdu();
+    if (r.shutdown) shutdown = true;
+    qp.take_rtr_received_locked();
   }
   proto::TxBatch* batch = nullptr;
   bool shutdown = false;
@@ -95,7 +98,7 @@ void run_one(const std::uint8_t* data, std::size_t size) {
   cfg.caps.max_send_wr = 64;
   cfg.caps.max_recv_wr = 64;
   verbs::QueuePair qp(h.device, cfg);
-  NullLink link;
+  CollectingLink link;
   verbs::LinkParams lp;
   lp.crc = in.ConsumeBool();
   lp.ird = in.ConsumeIntegralInRange<std::uint16_t>(0, 4);
@@ -209,9 +212,11 @@ void run_one(const std::uint8_t* data, std::size_t size) {
             const std::size_t n = std::min(piece, direct.size());
             std::memcpy(direct.data(), stream.data() + fed, n);
             qp.rx_commit_locked(n);
+            link.collect(qp);
             fed += n;
           } else {
             const std::size_t used = qp.rx_feed_locked(ConstByteSpan(stream.data() + fed, piece));
+            link.collect(qp);
             FUZZ_CHECK(used <= piece);
             fed += used;
             if (used < piece) break;  // stopped at a failure
@@ -221,9 +226,11 @@ void run_one(const std::uint8_t* data, std::size_t size) {
       }
       default: {  // transmit whatever the QP has to send (Read Responses, a Terminate)
         for (int round = 0; round < 8 && qp.tx_fill_locked(batch); ++round) {
+          link.collect(qp);
           std::uint64_t cookie;
           batch.consume(batch.pending_bytes());
           while (batch.pop_sent(cookie)) qp.tx_sent_locked(cookie);
+          link.collect(qp);
         }
         continue;
       }
@@ -233,10 +240,13 @@ void run_one(const std::uint8_t* data, std::size_t size) {
   // Feed the rest, then drain the transmit side and the CQ.
   if (fed < stream.size() && qp.rx_open_locked())
     qp.rx_feed_locked(ConstByteSpan(stream).subspan(fed));
+  link.collect(qp);
   for (int round = 0; round < 16 && qp.tx_fill_locked(batch); ++round) {
+    link.collect(qp);
     std::uint64_t cookie;
     batch.consume(batch.pending_bytes());
     while (batch.pop_sent(cookie)) qp.tx_sent_locked(cookie);
+    link.collect(qp);
   }
   qp.link_lost_locked(false, "fuzz input ended");
   qp.detach_link_locked();

@@ -49,4 +49,20 @@ Clock::time_point PollHandoff::next_check(int checks_so_far) const {
   return checks_so_far == 0 ? lapse : std::max(lapse, Clock::now() + kRecheck);
 }
 
+void PollSourceRegistration::add(const verbs::QpConfig& config,
+                                 const std::shared_ptr<verbs::CqPollSource>& source) {
+  cqs_[0] = config.send_cq;
+  cqs_[1] = config.recv_cq != cqs_[0] ? config.recv_cq : nullptr;
+  for (verbs::CompletionQueue* cq : cqs_) {
+    if (cq != nullptr) cq->add_source(source);
+  }
+}
+
+void PollSourceRegistration::remove(verbs::CqPollSource* source) {
+  for (verbs::CompletionQueue*& cq : cqs_) {
+    if (cq != nullptr) cq->remove_source(source);
+    cq = nullptr;
+  }
+}
+
 }  // namespace uwarp::runtime

@@ -18,6 +18,8 @@
 #include <cstdint>
 
 #include "runtime/engine.h"
+#include "verbs/completion_queue.h"
+#include "verbs/qp_config.h"
 
 namespace uwarp::runtime {
 
@@ -50,6 +52,18 @@ class PollHandoff {
   // When an application last claimed the stream (steady clock, ns; 0: none or handed back).
   std::atomic<std::int64_t> claimed_at_ns_{0};
   std::atomic<std::int64_t> last_poll_ns_{0};
+};
+
+// The CQs of a QP (send and receive, once each) that a stream is registered with as a poll
+// source (verbs::CqPollSource), so that applications polling them receive for the stream.
+// Guarded by the stream's mutex.
+class PollSourceRegistration {
+ public:
+  void add(const verbs::QpConfig& config, const std::shared_ptr<verbs::CqPollSource>& source);
+  void remove(verbs::CqPollSource* source);
+
+ private:
+  verbs::CompletionQueue* cqs_[2] = {nullptr, nullptr};
 };
 
 }  // namespace uwarp::runtime

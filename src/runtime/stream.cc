@@ -17,8 +17,6 @@ Stream::Stream(Engine& engine, io::Fd fd, verbs::QueuePair& qp,
       rx_(engine.backend(), fd_.get()),
       tx_(engine, fd_.get()) {}
 
-Stream::~Stream() = default;
-
 void Stream::start(const verbs::LinkParams& params, ConstByteSpan early_bytes) {
   if (Status s = engine_.backend().attach(fd_.get(), this); !s) {
     teardown(false, s.to_string());
@@ -33,23 +31,15 @@ void Stream::start(const verbs::LinkParams& params, ConstByteSpan early_bytes) {
   verbs::LinkParams p = params;
   p.max_ulpdu = tx_.first_max_ulpdu();
   qp_->attach_link_locked(this, p);
+  pump_tx_locked();  // our RTR, and requests posted before the connection was up
   initiator_ = p.initiator;
-  register_poll_source_locked();
+  // Application threads polling the QP's CQs may receive from now on.
+  poll_sources_.add(qp_->config(), shared_from_this());
   if (initiator_) check_silent_peer(0);
   if (!early_bytes.empty()) qp_->rx_feed_locked(early_bytes);
   pump_tx_locked();
   // Bytes may already wait in the socket (sent right after the MPA exchange): look at once.
-  if (qp_ != nullptr) watch_locked(true);
-}
-
-void Stream::register_poll_source_locked() {
-  // Application threads polling the QP's CQs may receive from now on.
-  std::shared_ptr<verbs::CqPollSource> self = shared_from_this();
-  cqs_[0] = qp_->config().send_cq;
-  cqs_[1] = qp_->config().recv_cq != cqs_[0] ? qp_->config().recv_cq : nullptr;
-  for (verbs::CompletionQueue* cq : cqs_) {
-    if (cq != nullptr) cq->add_source(self);
-  }
+  watch_locked(true);
 }
 
 void Stream::check_silent_peer(int round) {
@@ -65,31 +55,19 @@ void Stream::check_silent_peer(int round) {
     std::lock_guard qlock(self->qp_->mutex());
     if (self->tx_.bytes() > 0) {
       self->qp_->queue_nudge_locked();  // once: the peer had something to answer
+      self->pump_tx_locked();
       return;
     }
     if (round + 1 < kRounds) self->check_silent_peer(round + 1);
   });
 }
 
-void Stream::tx_ready() {
-  pump_tx_locked();
-}
-
-void Stream::rtr_received() {
-  engine_.post([observer = observer_] {
-    if (auto o = observer.lock()) o->stream_rtr_received();
-  });
-}
-
-void Stream::shutdown_requested() {
-  after_tx_locked(tx_.request_shutdown());
-}
-
-void Stream::tx_abandon() {
-  tx_.abandon();
-}
-
 void Stream::pump_tx_locked() {
+  if (qp_->take_rtr_received_locked()) {
+    engine_.post([observer = observer_] {
+      if (auto o = observer.lock()) o->stream_rtr_received();
+    });
+  }
   after_tx_locked(tx_.pump(*qp_));
 }
 
@@ -194,7 +172,7 @@ void Stream::on_readable(std::optional<long> received) {
       receive_ended_locked(out.status);
     } else if (out.progress) {
       pump_tx_locked();
-      if (qp_ != nullptr) rx_.note_direct_target(*qp_);
+      rx_.note_direct_target(*qp_);
     }
   }
   if (qp_ == nullptr) return;
@@ -248,10 +226,7 @@ void Stream::cq_armed() {
 void Stream::unbind_qp_locked() {
   if (counted_) engine_.stream_ended();
   counted_ = false;
-  for (verbs::CompletionQueue*& cq : cqs_) {
-    if (cq != nullptr) cq->remove_source(this);
-    cq = nullptr;
-  }
+  poll_sources_.remove(this);
   qp_->detach_link_locked();
   qp_ = nullptr;
 }
@@ -280,6 +255,7 @@ void Stream::disconnect() {
   if (qp_ == nullptr) return;
   std::lock_guard qlock(qp_->mutex());
   qp_->disconnect_locked();
+  pump_tx_locked();
 }
 
 void Stream::teardown(bool graceful, const std::string& why) {

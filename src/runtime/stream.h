@@ -11,7 +11,8 @@
 // thread once it is writable.
 //
 // Locking (docs/threading.md): mu_ guards qp_ and the receive state; I/O callbacks and poll_rx
-// take mu_ and then the QP lock; QpLink calls arrive with the QP lock held and never take mu_.
+// take mu_ and then the QP lock; the QP's doorbell (QpLink) rings with the QP lock held and
+// never takes mu_.
 // All other state is guarded by the QP lock while qp_ is set, and belongs to the engine thread
 // after detach.
 #pragma once
@@ -25,20 +26,12 @@
 #include "io/backend.h"
 #include "runtime/engine.h"
 #include "runtime/poll_handoff.h"
+#include "runtime/stream_observer.h"
 #include "runtime/stream_receiver.h"
 #include "runtime/transmitter.h"
 #include "verbs/queue_pair.h"
 
 namespace uwarp::runtime {
-
-class StreamObserver {
- public:
-  virtual ~StreamObserver() = default;
-  // Responder in peer-to-peer mode: the RTR arrived; the connection is established.
-  virtual void stream_rtr_received() = 0;
-  // The stream is gone (engine thread). graceful: an orderly close at a message boundary.
-  virtual void stream_closed(bool graceful, const std::string& why) = 0;
-};
 
 class Stream final : public io::IoHandler,
                      public verbs::QpLink,
@@ -46,7 +39,7 @@ class Stream final : public io::IoHandler,
                      public std::enable_shared_from_this<Stream> {
  public:
   Stream(Engine& engine, io::Fd fd, verbs::QueuePair& qp, std::weak_ptr<StreamObserver> observer);
-  ~Stream() override;
+  ~Stream() override = default;
 
   // Engine thread: binds the QP with the negotiated parameters (it enters RTS), feeds bytes that
   // arrived with the MPA exchange, and starts I/O.
@@ -57,11 +50,8 @@ class Stream final : public io::IoHandler,
   void disconnect();
   int fd() const { return fd_.get(); }
 
-  // verbs::QpLink (QP lock held).
-  void tx_ready() override;
-  void rtr_received() override;
-  void shutdown_requested() override;
-  void tx_abandon() override;
+  // verbs::QpLink (QP lock held): transmits and collects what the QP asks.
+  void doorbell() override { pump_tx_locked(); }
 
   // io::IoHandler (engine thread).
   void on_readable(std::optional<long> received) override;
@@ -81,7 +71,9 @@ class Stream final : public io::IoHandler,
   // mu_ and the QP lock held: receives until the socket is empty or a bound, then sends what
   // the bytes queued. The outcome's `more`: the bound stopped it.
   StreamReceiver::Outcome receive_locked();
-  // Sends (QP lock held) and acts on what the transmitter reports.
+  // QP lock held: tells the observer of an RTR the QP received, sends, and acts on what the
+  // transmitter reports. Runs after every call into the QP that may have queued work. It never
+  // unbinds the QP (a failed send ends the stream from the engine thread).
   void pump_tx_locked();
   void after_tx_locked(Transmitter::Outcome outcome);
   // A receive found the end of the stream (0) or failed (-errno): the stream ends.
@@ -95,7 +87,6 @@ class Stream final : public io::IoHandler,
   // Initiator only: if the peer stays silent after our first messages, one nudge (see
   // QueuePair::queue_nudge_locked) releases a Linux siw responder that missed them.
   void check_silent_peer(int round);
-  void register_poll_source_locked();
   void unbind_qp_locked();
   void lost_locked(bool graceful, const std::string& why);
   void teardown(bool graceful, const std::string& why);
@@ -112,7 +103,7 @@ class Stream final : public io::IoHandler,
   bool watching_ = false;             // a readiness watch is armed (mu_)
   std::uint64_t handback_timer_ = 0;  // pending hand-back check (mu_)
   int handback_checks_ = 0;           // checks in this hand-off period (mu_)
-  verbs::CompletionQueue* cqs_[2] = {nullptr, nullptr};  // registered as poll source (mu_)
+  PollSourceRegistration poll_sources_;  // (mu_)
   bool counted_ = false;              // counted in the engine's streams (send budget; mu_)
   bool initiator_ = false;
   bool torn_down_ = false;

@@ -40,17 +40,15 @@ void Transmitter::apply_send_share() {
 }
 
 Transmitter::Outcome Transmitter::pump(verbs::QueuePair& qp) {
-  if (pumping_) {
-    pump_again_ = true;
-    return Outcome::kNone;
-  }
-  pumping_ = true;
-  do {
-    pump_again_ = false;
-    fill_and_send(qp);
-  } while (pump_again_ && !stopped_);
-  pumping_ = false;
+  collect(qp);
+  fill_and_send(qp);
   return finish();
+}
+
+void Transmitter::collect(verbs::QueuePair& qp) {
+  const verbs::TxRequests r = qp.take_tx_requests_locked();
+  if (r.abandon) abandon();
+  if (r.shutdown) shutdown_requested_ = true;
 }
 
 void Transmitter::fill_and_send(verbs::QueuePair& qp) {
@@ -58,7 +56,9 @@ void Transmitter::fill_and_send(verbs::QueuePair& qp) {
     if (batch_.empty()) {
       refresh_fpdu_size(qp);
       apply_send_share();
-      if (!qp.tx_fill_locked(batch_)) return;
+      const bool filled = qp.tx_fill_locked(batch_);
+      collect(qp);  // a request whose memory failed its check failed the QP meanwhile
+      if (!filled) return;
     }
     const long n = io::send_iov(fd_, batch_.pending());
     if (n >= 0) {
@@ -82,6 +82,7 @@ void Transmitter::consume(verbs::QueuePair& qp, std::size_t n) {
   batch_.consume(n);
   std::uint64_t cookie;
   while (batch_.pop_sent(cookie)) qp.tx_sent_locked(cookie);
+  collect(qp);  // our Terminate has gone: close
 }
 
 Transmitter::Outcome Transmitter::on_send(verbs::QueuePair& qp, long result) {
@@ -108,11 +109,6 @@ void Transmitter::abandon() {
     return;
   }
   batch_.abandon_after_current_fpdu();
-}
-
-Transmitter::Outcome Transmitter::request_shutdown() {
-  shutdown_requested_ = true;
-  return pumping_ ? Outcome::kNone : finish();
 }
 
 Transmitter::Outcome Transmitter::finish() {

@@ -3,7 +3,8 @@
 // the socket takes them, else through the backend once it is writable (one send at a time);
 // it reports each message handed to TCP completely, sizes FPDUs from the TCP MSS and the
 // socket's unsent bytes from the engine's send budget, and closes the write side once asked
-// and drained.
+// and drained. After each call into the QP it collects what the QP asks of it
+// (verbs::TxRequests: drop the queued bytes of flushed requests, close), before it sends again.
 //
 // Lock: the QP lock, held by the caller for every call (the posting thread, a polling thread
 // or the engine thread); the members belong to the engine thread once the QP is unbound.
@@ -34,24 +35,24 @@ class Transmitter {
 
   // The FPDU size for the connection's MSS as it is now (read once, at attach).
   std::size_t first_max_ulpdu();
-  // Fills and sends until the socket is full, the engine has nothing, or sending stopped.
+  // Collects the QP's requests, then fills and sends until the socket is full, the engine has
+  // nothing, or sending stopped.
   Outcome pump(verbs::QueuePair& qp);
   // The backend's send (io::IoHandler::on_send) completed with `result`.
   Outcome on_send(verbs::QueuePair& qp, long result);
-  // The QP entered ERROR: drop what is queued after the FPDU being sent (verbs::QpLink).
-  void abandon();
-  // Close the write side once everything queued is sent.
-  Outcome request_shutdown();
   // No more sends (the stream is being torn down).
   void stop() { stopped_ = true; }
 
-  bool pumping() const { return pumping_; }
   long error() const { return error_; }
   std::string failure() const;  // the failed send's error, as a reason
   std::uint64_t bytes() const { return bytes_; }
 
  private:
   void fill_and_send(verbs::QueuePair& qp);
+  // What the QP asked since the last call: acted on now.
+  void collect(verbs::QueuePair& qp);
+  // Drops what is queued after the FPDU being sent (the QP flushed the requests it belongs to).
+  void abandon();
   void consume(verbs::QueuePair& qp, std::size_t n);
   Outcome finish();
   // Linux siw reads the MSS before each FPDU; here at most every kMssRecheck.
@@ -67,8 +68,6 @@ class Transmitter {
   proto::TxBatch batch_;
   bool send_armed_ = false;       // the backend is sending from batch_
   bool abandon_pending_ = false;  // abandon() while the backend was sending: apply in on_send
-  bool pumping_ = false;          // inside pump (the QP may call back into the stream)
-  bool pump_again_ = false;
   long error_ = 0;                // a send failed (-errno)
   bool failed_now_ = false;       // ... and the stream has not yet been told
   bool shutdown_requested_ = false;

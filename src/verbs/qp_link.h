@@ -1,6 +1,6 @@
-// What binds a queue pair to the stream of its connection: the parameters the CM negotiated
-// and the runtime's side of the stream (runtime::Stream implements QpLink). The QP calls its
-// link with the QP lock held, from QueuePair::attach_link_locked until detach_link_locked.
+// What binds a queue pair to the stream of its connection: the parameters the CM negotiated,
+// the runtime's side of the stream (runtime::Stream implements QpLink), and what the QP asks of
+// the stream (TxRequests, collected by the stream; QueuePair::take_tx_requests_locked).
 #pragma once
 
 #include "proto/rdmap_engine.h"
@@ -13,16 +13,22 @@ struct LinkParams : proto::RdmapEngine::Params {
   bool initiator = false;  // this side sent the MPA request
 };
 
-// The runtime's side of an attached stream. Called with the QP lock held; must not block.
+// What the QP asks of its stream's transmit side since the stream last collected.
+struct TxRequests {
+  // The QP entered ERROR and completes its work requests as flushed: from now on the stream
+  // must not read their memory (drop what is queued, keep FPDU alignment) before it sends again.
+  bool abandon = false;
+  bool shutdown = false;  // close the stream once the bytes queued are sent
+};
+
+// The runtime's side of an attached stream: its doorbell. The QP rings it with the QP lock
+// held, from the application's calls only (post_send, modify_state), never from inside a call
+// the stream makes into the QP; so the stream is never re-entered. The stream then transmits
+// and collects the QP's requests. Must not block.
 class QpLink {
  public:
   virtual ~QpLink() = default;
-  virtual void tx_ready() = 0;            // there is transmit work
-  virtual void rtr_received() = 0;        // responder: the peer's RTR arrived
-  virtual void shutdown_requested() = 0;  // close the stream once queued bytes are sent
-  // The QP entered ERROR and completes its work requests as flushed: from now on the stream
-  // must not read their memory (drop what is queued, keep FPDU alignment).
-  virtual void tx_abandon() = 0;
+  virtual void doorbell() = 0;
 };
 
 }  // namespace uwarp::verbs

@@ -64,12 +64,12 @@ Status QueuePair::modify_state(QpState target) {
     case QpState::kError:
       if (state_ != QpState::kError) {
         enter_error(std::nullopt, 0);
-        if (link_ != nullptr) link_->shutdown_requested();
+        request_shutdown();
       }
       break;
     case QpState::kReset:
       if (state_ != QpState::kError && state_ != QpState::kReset) enter_error(std::nullopt, 0);
-      if (link_ != nullptr) link_->shutdown_requested();
+      request_shutdown();
       sq_.clear();
       if (own_rq_) own_rq_->drain();
       // The engine stays until the next attach: a Terminate it queued may still go out; it
@@ -77,12 +77,12 @@ Status QueuePair::modify_state(QpState target) {
       state_ = QpState::kReset;
       break;
     default: {
-      const bool resume = state_ == QpState::kSqd && target == QpState::kRts;
       state_ = target;
-      if (resume && link_ != nullptr) link_->tx_ready();
       break;
     }
   }
+  // Transmit work resumed (SQD to RTS), or requests for the stream (ERROR, RESET).
+  if (link_ != nullptr) link_->doorbell();
   return Status::ok();
 }
 
@@ -90,7 +90,7 @@ Status QueuePair::post_send(const SendWr& wr) {
   std::lock_guard lock(mu_);
   bool kick = false;
   const Status s = post_send_locked(wr, kick);
-  if (kick) link_->tx_ready();
+  if (kick) link_->doorbell();
   return s;
 }
 
@@ -111,7 +111,7 @@ Status QueuePair::post_send(std::span<const SendWr> wrs, std::size_t* posted) {
   }
   if (posted != nullptr) *posted = n;
   // One transmit for all: consecutive messages leave in as few sendmsg calls as fit.
-  if (kick) link_->tx_ready();
+  if (kick) link_->doorbell();
   return s;
 }
 
@@ -154,20 +154,20 @@ void QueuePair::attach_link_locked(QpLink* link, const LinkParams& p) {
   engine_ = std::make_unique<proto::RdmapEngine>(static_cast<proto::RdmapPort&>(*this), p);
   if (state_ == QpState::kReset) state_ = QpState::kInit;
   state_ = QpState::kRts;
-  if (p.send_rtr != proto::RtrType::kNone || !sq_.empty()) link_->tx_ready();
+  tx_requests_ = TxRequests{};
+  rtr_received_ = false;
 }
 
 void QueuePair::queue_nudge_locked() {
   if (state_ != QpState::kRts || !engine_) return;
   engine_->queue_nudge();
-  if (link_ != nullptr) link_->tx_ready();
 }
 
 void QueuePair::disconnect_locked() {
   if (disconnecting_) return;
   disconnecting_ = true;
   if (state_ != QpState::kError) enter_error(std::nullopt, 0);
-  if (link_ != nullptr) link_->shutdown_requested();
+  request_shutdown();
 }
 
 void QueuePair::link_lost_locked(bool graceful, const std::string& why) {
@@ -178,8 +178,9 @@ void QueuePair::link_lost_locked(bool graceful, const std::string& why) {
 
 void QueuePair::enter_error(std::optional<WcStatus> first_status, std::uint32_t vendor_err) {
   state_ = QpState::kError;
-  // Before any completion tells the application its memory is free again.
-  if (link_ != nullptr) link_->tx_abandon();
+  // The stream drops what it has queued before it sends again (it collects this request before
+  // its next send), and the engine continues no message.
+  tx_requests_.abandon = true;
   if (engine_) engine_->abandon();
   sq_.flush(first_status, vendor_err);
   receive_.flush();

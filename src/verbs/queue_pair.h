@@ -17,6 +17,7 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "proto/rdmap_engine.h"
@@ -59,13 +60,17 @@ class QueuePair final : private proto::RdmapPort {
   std::uint16_t ird() const;
   std::uint16_t ord() const;
 
-  // Stream binding, driven by the CM and runtime.
+  // Stream binding, driven by the CM and runtime. After each call into the QP, the stream
+  // collects what the QP asks of it (no call from the QP reaches the stream meanwhile).
   void attach_link_locked(QpLink* link, const LinkParams& params);
   void detach_link_locked() { link_ = nullptr; }
   bool has_link_locked() const { return link_ != nullptr; }
   void set_max_ulpdu_locked(std::size_t max_ulpdu) {
     if (engine_) engine_->set_max_ulpdu(max_ulpdu);
   }
+  TxRequests take_tx_requests_locked() { return std::exchange(tx_requests_, TxRequests{}); }
+  // Responder in peer-to-peer mode: the peer's RTR has arrived since the last call.
+  bool take_rtr_received_locked() { return std::exchange(rtr_received_, false); }
   // Queues one zero-length RDMA Write to STag 1, TO 0 (the RFC 6581 RTR Write), at the next
   // message boundary. It touches no memory at the peer; runtime::Stream uses it to wake a Linux
   // siw responder that missed the first FPDUs of a connection (docs/interop.md).
@@ -126,6 +131,8 @@ class QueuePair final : private proto::RdmapPort {
 
   // Validates and queues one request; kick: the link is to be told (once, by the caller).
   Status post_send_locked(const SendWr& wr, bool& kick);
+  // The stream is to close once its queued bytes are sent.
+  void request_shutdown() { tx_requests_.shutdown = true; }
   // Errors.
   void enter_error(std::optional<WcStatus> first_status, std::uint32_t vendor_err);
   Status check_transition(QpState target) const;
@@ -141,6 +148,8 @@ class QueuePair final : private proto::RdmapPort {
 
   // The connection: its link to the runtime and its protocol engine (while bound).
   QpLink* link_ = nullptr;
+  TxRequests tx_requests_;     // not yet collected by the stream
+  bool rtr_received_ = false;  // not yet collected by the stream
   std::uint16_t ird_ = 0;
   std::uint16_t ord_ = 0;
   std::unique_ptr<proto::RdmapEngine> engine_;

@@ -20,7 +20,7 @@ bool QueuePair::start_request(proto::OutboundRequest& r, std::vector<ConstByteSp
   // A local protection error fails this request and, as the verbs require, the QP.
   enter_error(std::nullopt, 0);
   reporter_.event(AsyncEventType::kQpFatal, "local protection error on a send work request");
-  if (link_ != nullptr) link_->shutdown_requested();
+  request_shutdown();
   return false;
 }
 
@@ -31,11 +31,11 @@ void QueuePair::terminate_received(const wire::TerminateMessage& m) {
   reporter_.event(status == WcStatus::kRemoteAccessError ? AsyncEventType::kQpAccessError
                                                          : AsyncEventType::kQpFatal,
                   detail);
-  if (link_ != nullptr) link_->shutdown_requested();
+  request_shutdown();
 }
 
 void QueuePair::rtr_received() {
-  if (link_ != nullptr) link_->rtr_received();
+  rtr_received_ = true;
 }
 
 void QueuePair::terminate_queued(const wire::TerminateCode& code) {
@@ -46,7 +46,7 @@ void QueuePair::terminate_queued(const wire::TerminateCode& code) {
 }
 
 void QueuePair::terminate_sent() {
-  if (link_ != nullptr) link_->shutdown_requested();
+  request_shutdown();
 }
 
 }  // namespace uwarp::verbs

@@ -46,19 +46,30 @@ constexpr int kMaxSteps = 2'000'000;
 
 class FakeLink final : public QpLink {
  public:
-  void tx_ready() override { ++tx_ready_calls; }
-  void rtr_received() override { ++rtr_calls; }
-  void shutdown_requested() override { ++shutdown_calls; }
-  // As runtime::Stream: after an error nothing more is read from the flushed requests' memory.
-  void tx_abandon() override {
-    ++abandon_calls;
-    if (batch != nullptr) batch->abandon_after_current_fpdu();
+  void doorbell() override { ++doorbells; }
+  // As runtime::Stream after each of its calls into the QP: collects what the QP asks; after
+  // an error nothing more is read from the flushed requests' memory.
+  void collect() {
+    const TxRequests r = qp->take_tx_requests_locked();
+    if (r.abandon) {
+      ++abandon_calls_;
+      batch->abandon_after_current_fpdu();
+    }
+    if (r.shutdown) ++shutdown_calls_;
+    if (qp->take_rtr_received_locked()) ++rtr_calls_;
   }
+  int abandons() { return collect(), abandon_calls_; }
+  int shutdowns() { return collect(), shutdown_calls_; }
+  int rtrs() { return collect(), rtr_calls_; }
+
+  QueuePair* qp = nullptr;
   proto::TxBatch* batch = nullptr;
-  int abandon_calls = 0;
-  int tx_ready_calls = 0;
-  int rtr_calls = 0;
-  int shutdown_calls = 0;
+  int doorbells = 0;
+
+ private:
+  int abandon_calls_ = 0;
+  int rtr_calls_ = 0;
+  int shutdown_calls_ = 0;
 };
 
 class CountingCqSink final : public CqEventSink {
@@ -133,6 +144,7 @@ struct Endpoint {
     c.caps = caps;
     qp = std::make_unique<QueuePair>(device, c);
     link.batch = &batch;
+    link.qp = qp.get();
   }
 
   ProtectionDomain* pd;
@@ -176,7 +188,10 @@ class Sim {
   // One transmit action: fill an empty batch, then hand all or part of it to "TCP".
   bool tx(Endpoint& e, bool all) {
     std::lock_guard lock(e.qp->mutex());
-    if (e.batch.empty()) e.qp->tx_fill_locked(e.batch);
+    if (e.batch.empty()) {
+      e.qp->tx_fill_locked(e.batch);
+      e.link.collect();
+    }
     if (e.batch.empty()) return false;
     const Bytes pend = proto::testing::flatten(e.batch.pending());
     EXPECT_EQ(pend.size(), e.batch.pending_bytes());
@@ -189,6 +204,7 @@ class Sim {
         e.deferred.push_back(cookie);
       } else {
         e.qp->tx_sent_locked(cookie);
+        e.link.collect();
       }
     }
     return true;
@@ -207,6 +223,7 @@ class Sim {
                     std::uniform_int_distribution<std::size_t>(1, target.size())(rng)});
       std::memcpy(target.data(), src, n);
       to.qp->rx_commit_locked(n);
+      to.link.collect();
       ++direct_receives;
     } else {
       switch (std::uniform_int_distribution<int>(0, 2)(rng)) {
@@ -222,6 +239,7 @@ class Sim {
       }
       n = std::min(n, avail);
       to.qp->rx_feed_locked(ConstByteSpan(src, n));  // after a failure the rest is dropped
+      to.link.collect();
     }
     from.delivered += n;
     return true;
@@ -231,6 +249,7 @@ class Sim {
     if (e.deferred.empty()) return false;
     std::lock_guard lock(e.qp->mutex());
     e.qp->tx_sent_locked(e.deferred.front());
+    e.link.collect();
     e.deferred.pop_front();
     return true;
   }
@@ -239,7 +258,10 @@ class Sim {
   bool quiet() {
     for (Endpoint* e : {&a, &b}) {
       std::lock_guard lock(e->qp->mutex());
-      if (e->batch.empty()) e->qp->tx_fill_locked(e->batch);
+      if (e->batch.empty()) {
+        e->qp->tx_fill_locked(e->batch);
+        e->link.collect();
+      }
       if (!e->batch.empty() || e->delivered != e->emitted.size()) return false;
     }
     return true;
@@ -858,6 +880,7 @@ TEST(verbs_stream_simulator, ReadsBeyondThePeersIrdAreTerminated) {
   {
     std::lock_guard lock(s.b.qp->mutex());
     s.b.qp->rx_feed_locked(s.a.emitted);
+    s.b.link.collect();
     s.a.delivered = s.a.emitted.size();
   }
   s.run();
@@ -1004,9 +1027,9 @@ TEST(verbs_stream_simulator, SendQueueDrainedStateHoldsNewRequests) {
   ASSERT_TRUE(Sim::post_send(s.a, 1, WrOpcode::kSend, {src.sge(0, 10)}).is_ok());
   s.run();
   EXPECT_TRUE(s.a.emitted.empty());
-  const int ready = s.a.link.tx_ready_calls;
+  const int ready = s.a.link.doorbells;
   ASSERT_TRUE(s.a.qp->modify_state(QpState::kRts).is_ok());
-  EXPECT_EQ(s.a.link.tx_ready_calls, ready + 1) << "resuming tells the runtime";
+  EXPECT_EQ(s.a.link.doorbells, ready + 1) << "resuming tells the runtime";
   s.run();
   EXPECT_EQ(ids_of(poll_all(s.a.scq)), std::vector<std::uint64_t>{1});
   EXPECT_EQ(ids_of(poll_all(s.b.rcq)), std::vector<std::uint64_t>{1});
@@ -1103,10 +1126,10 @@ TEST(verbs_stream_simulator, WriteRtrComesFirstAndReleasesTheResponder) {
     ASSERT_TRUE(Sim::post_send(s.a, 4, WrOpcode::kSend, {a_src.sge(0, 32)}).is_ok());
     s.pump_only(s.b);
     EXPECT_TRUE(s.b.emitted.empty()) << "the responder sends nothing before the RTR";
-    EXPECT_EQ(s.b.link.rtr_calls, 0);
+    EXPECT_EQ(s.b.link.rtrs(), 0);
     s.run();
-    EXPECT_EQ(s.b.link.rtr_calls, 1);
-    EXPECT_EQ(s.a.link.rtr_calls, 0);
+    EXPECT_EQ(s.b.link.rtrs(), 1);
+    EXPECT_EQ(s.a.link.rtrs(), 0);
     const auto fa = fpdus_of(s.a);
     ASSERT_GE(fa.size(), 2u);
     // siw's RTR Write: tagged, STag 1, TO 0, ULPDU 14 (CRC 0x5f4cd3eb when on).
@@ -1131,7 +1154,7 @@ TEST(verbs_stream_simulator, ReadRtrIsAnsweredWithAZeroLengthReadResponse) {
                              send_flags::kSignaled, remote.addr(), remote.key())
                   .is_ok());
   s.run();
-  EXPECT_EQ(s.b.link.rtr_calls, 1);
+  EXPECT_EQ(s.b.link.rtrs(), 1);
   // The siw bytes (siw-flavour-p2p-read): Read Request QN 1, MSN 1, size 0, source STag 1 ...
   const Bytes siw_rtr = {0x00, 0x2e, 0x41, 0x41, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 1,
                          0,    0,    0,    0,    0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
@@ -1163,7 +1186,7 @@ TEST(verbs_stream_simulator, SendRtrUsesMsnOneButNoReceive) {
   ASSERT_TRUE(Sim::post_recv(s.b, 5, {dst.sge(0, 40)}).is_ok());
   ASSERT_TRUE(Sim::post_send(s.a, 6, WrOpcode::kSend, {src.sge(0, 40)}).is_ok());
   s.run();
-  EXPECT_EQ(s.b.link.rtr_calls, 1);
+  EXPECT_EQ(s.b.link.rtrs(), 1);
   const auto fa = fpdus_of(s.a);
   ASSERT_EQ(fa.size(), 2u);
   EXPECT_EQ(fa[0].ulpdu.size(), wire::kUntaggedHeaderSize);
@@ -1187,7 +1210,7 @@ TEST(verbs_stream_simulator, WrongRtrIsTerminatedWithNoMatchingRtr) {
   EXPECT_EQ(t[0].code, term::kLlpNoMatchingRtr);
   EXPECT_EQ(t[0].ddp_header, proto::testing::encode_header(
                                  proto::testing::tagged_header(RdmapOpcode::kRdmaWrite, 1, 0)));
-  EXPECT_EQ(s.b.link.rtr_calls, 0);
+  EXPECT_EQ(s.b.link.rtrs(), 0);
   EXPECT_EQ(s.b.qp->state(), QpState::kError);
   EXPECT_EQ(s.a.qp->state(), QpState::kError);
 }
@@ -1258,11 +1281,11 @@ TEST(verbs_stream_simulator, WriteErrorsTerminateWithTheTaggedBufferCode) {
       EXPECT_TRUE(t[0].rdmap_header.empty());
       // The receiver: in ERROR, the stream closed once the Terminate went out, an access event.
       EXPECT_EQ(s.b.qp->state(), QpState::kError);
-      EXPECT_GE(s.b.link.shutdown_calls, 1);
+      EXPECT_GE(s.b.link.shutdowns(), 1);
       EXPECT_TRUE(s.async.has(AsyncEventType::kQpAccessError, s.b.qp->qp_num()));
       // The requester: in ERROR after the Terminate, and closing too.
       EXPECT_EQ(s.a.qp->state(), QpState::kError);
-      EXPECT_GE(s.a.link.shutdown_calls, 1);
+      EXPECT_GE(s.a.link.shutdowns(), 1);
       EXPECT_TRUE(s.async.has(AsyncEventType::kQpAccessError, s.a.qp->qp_num()));
       EXPECT_TRUE(terminates_of(s.a).empty()) << "a Terminate is not answered with a Terminate";
       const auto swc = poll_all(s.a.scq);
@@ -1422,7 +1445,7 @@ TEST(verbs_stream_simulator, LocalProtectionErrorFailsTheQpAndFlushesTheRest) {
       << "flushed requests complete even when unsignaled";
   EXPECT_EQ(s.a.qp->state(), QpState::kError);
   EXPECT_EQ(s.a.emitted.size(), emitted_before) << "nothing of the failed requests was sent";
-  EXPECT_GE(s.a.link.shutdown_calls, 1);
+  EXPECT_GE(s.a.link.shutdowns(), 1);
   EXPECT_TRUE(s.async.has(AsyncEventType::kQpFatal, s.a.qp->qp_num()));
 
   // A Read whose sink lacks local write access fails the same way.
@@ -1450,10 +1473,10 @@ TEST(verbs_stream_simulator, ModifyToErrorFlushesBothQueues) {
                                i == 1 ? 0 : send_flags::kSignaled)
                     .is_ok());
   }
-  const int shutdowns = s.a.link.shutdown_calls;
+  const int shutdowns = s.a.link.shutdowns();
   ASSERT_TRUE(s.a.qp->modify_state(QpState::kError).is_ok());
   EXPECT_EQ(s.a.qp->state(), QpState::kError);
-  EXPECT_EQ(s.a.link.shutdown_calls, shutdowns + 1);
+  EXPECT_EQ(s.a.link.shutdowns(), shutdowns + 1);
   const auto swc = poll_all(s.a.scq);
   EXPECT_EQ(ids_of(swc), (std::vector<std::uint64_t>{0, 1, 2}));
   for (const auto& w : swc) EXPECT_EQ(w.status, WcStatus::kWrFlushError);
@@ -1495,6 +1518,7 @@ TEST(verbs_stream_simulator, ReceivedTerminateFailsTheOutstandingRead) {
   {
     std::lock_guard lock(s.a.qp->mutex());
     s.a.qp->rx_feed_locked(f);
+    s.a.link.collect();
   }
   const auto swc = poll_all(s.a.scq);
   ASSERT_EQ(ids_of(swc), (std::vector<std::uint64_t>{1, 2}));
@@ -1502,7 +1526,7 @@ TEST(verbs_stream_simulator, ReceivedTerminateFailsTheOutstandingRead) {
   EXPECT_EQ(swc[0].vendor_err, load_be32(body.data()));
   EXPECT_EQ(swc[1].status, WcStatus::kWrFlushError);
   EXPECT_EQ(s.a.qp->state(), QpState::kError);
-  EXPECT_GE(s.a.link.shutdown_calls, 1);
+  EXPECT_GE(s.a.link.shutdowns(), 1);
   EXPECT_TRUE(s.async.has(AsyncEventType::kQpFatal, s.a.qp->qp_num()));
 }
 
@@ -1551,6 +1575,7 @@ TEST(verbs_stream_simulator, BytesAfterAReceivedTerminateDoNotProvokeATerminate)
   {
     std::lock_guard lock(s.b.qp->mutex());
     s.b.qp->rx_feed_locked(stream);
+    s.b.link.collect();
   }
   s.run();
   EXPECT_EQ(s.b.qp->state(), QpState::kError);
@@ -1575,6 +1600,7 @@ void flush_with_queued_fpdus(std::size_t extra_sent) {
   {
     std::lock_guard lock(s.a.qp->mutex());
     s.a.qp->tx_fill_locked(s.a.batch);
+    s.a.link.collect();
     all = proto::testing::flatten(s.a.batch.pending());
     s.a.batch.consume(first + extra_sent);
   }
@@ -1582,12 +1608,15 @@ void flush_with_queued_fpdus(std::size_t extra_sent) {
   {
     std::lock_guard lock(s.b.qp->mutex());
     s.b.qp->rx_feed_locked(ConstByteSpan(all).first(first));
+    s.b.link.collect();
     s.b.qp->tx_fill_locked(s.b.batch);
+    s.b.link.collect();
     terminate = proto::testing::flatten(s.b.batch.pending());
   }
   {
     std::lock_guard lock(s.a.qp->mutex());
     s.a.qp->rx_feed_locked(terminate);
+    s.a.link.collect();
   }
   EXPECT_EQ(s.a.qp->state(), QpState::kError);
   EXPECT_EQ(ids_of(poll_all(s.a.scq)), (std::vector<std::uint64_t>{1, 2}));
@@ -1619,6 +1648,7 @@ TEST(verbs_stream_simulator, CrcErrorTerminatesWithLlpCrc) {
   {
     std::lock_guard lock(s.b.qp->mutex());
     s.b.qp->rx_feed_locked(f);
+    s.b.link.collect();
   }
   s.run();
   const auto t = terminates_of(s.b);
@@ -1641,7 +1671,7 @@ TEST(verbs_stream_simulator, DisconnectAndLinkLoss) {
       s.a.qp->disconnect_locked();
       s.a.qp->disconnect_locked();
     }
-    EXPECT_EQ(s.a.link.shutdown_calls, 1);
+    EXPECT_EQ(s.a.link.shutdowns(), 1);
     EXPECT_EQ(s.a.qp->state(), QpState::kError);
     EXPECT_EQ(poll_all(s.a.rcq).size(), 1u);
   }
