@@ -22,7 +22,7 @@ namespace {
 
 class NullLink final : public QpLink {
  public:
-  void doorbell() override {}
+  void doorbell(QueuePair&) override {}
 };
 
 struct Side {

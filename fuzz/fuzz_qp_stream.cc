@@ -26,7 +26,7 @@ namespace {
 // error nothing more is read from the flushed requests' memory.
 class CollectingLink final : public verbs::QpLink {
  public:
-  void doorbell() override {}
+  void doorbell(verbs::QueuePair&) override {}
   void collect(verbs::QueuePair& qp) {
     const verbs::TxRequests r = qp.take_tx_requests_locked();
     if (r.abandon && batch != nullptr) batch->abandon_after_current_fpdu();

@@ -3,7 +3,6 @@
 // say so with GUARDED_BY; functions that expect it held say REQUIRES.
 #pragma once
 
-#include <condition_variable>
 #include <mutex>
 #include <shared_mutex>
 
@@ -16,8 +15,6 @@ class CAPABILITY("mutex") Mutex {
   void lock() ACQUIRE() { mu_.lock(); }
   void unlock() RELEASE() { mu_.unlock(); }
   bool try_lock() TRY_ACQUIRE(true) { return mu_.try_lock(); }
-  // For std::condition_variable_any and the like, which lock and unlock it themselves.
-  std::mutex& native() { return mu_; }
 
  private:
   std::mutex mu_;

@@ -22,8 +22,8 @@ void Stream::start(const verbs::LinkParams& params, ConstByteSpan early_bytes) {
     teardown(false, s.to_string());
     return;
   }
-  std::lock_guard lock(mu_);
-  std::lock_guard qlock(qp_->mutex());
+  MutexLock lock(mu_);
+  MutexLock qlock(qp_->mutex());
   // Counted from here until unbinding the QP uncounts it; before the first transmit below, so
   // that the stream's first share counts itself.
   engine_.stream_started();
@@ -31,13 +31,13 @@ void Stream::start(const verbs::LinkParams& params, ConstByteSpan early_bytes) {
   verbs::LinkParams p = params;
   p.max_ulpdu = tx_.first_max_ulpdu();
   qp_->attach_link_locked(this, p);
-  pump_tx_locked();  // our RTR, and requests posted before the connection was up
+  pump_tx_locked(*qp_);  // our RTR, and requests posted before the connection was up
   initiator_ = p.initiator;
   // Application threads polling the QP's CQs may receive from now on.
   poll_sources_.add(qp_->config(), shared_from_this());
   if (initiator_) check_silent_peer(0);
   if (!early_bytes.empty()) qp_->rx_feed_locked(early_bytes);
-  pump_tx_locked();
+  pump_tx_locked(*qp_);
   // Bytes may already wait in the socket (sent right after the MPA exchange): look at once.
   watch_locked(true);
 }
@@ -50,25 +50,25 @@ void Stream::check_silent_peer(int round) {
   engine_.add_timer(Clock::now() + kQuiet, [weak, round] {
     auto self = weak.lock();
     if (!self) return;
-    std::lock_guard lock(self->mu_);
+    MutexLock lock(self->mu_);
     if (self->qp_ == nullptr || self->rx_.bytes() > 0) return;  // the peer is alive: done
-    std::lock_guard qlock(self->qp_->mutex());
+    MutexLock qlock(self->qp_->mutex());
     if (self->tx_.bytes() > 0) {
       self->qp_->queue_nudge_locked();  // once: the peer had something to answer
-      self->pump_tx_locked();
+      self->pump_tx_locked(*self->qp_);
       return;
     }
     if (round + 1 < kRounds) self->check_silent_peer(round + 1);
   });
 }
 
-void Stream::pump_tx_locked() {
-  if (qp_->take_rtr_received_locked()) {
+void Stream::pump_tx_locked(verbs::QueuePair& qp) {
+  if (qp.take_rtr_received_locked()) {
     engine_.post([observer = observer_] {
       if (auto o = observer.lock()) o->stream_rtr_received();
     });
   }
-  after_tx_locked(tx_.pump(*qp_));
+  after_tx_locked(tx_.pump(qp));
 }
 
 void Stream::after_tx_locked(Transmitter::Outcome outcome) {
@@ -87,17 +87,17 @@ void Stream::after_tx_locked(Transmitter::Outcome outcome) {
   engine_.post([weak] {
     auto self = weak.lock();
     if (!self) return;
-    std::lock_guard lock(self->mu_);
+    MutexLock lock(self->mu_);
     if (self->qp_ == nullptr) return;  // ended meanwhile (the receive saw the reset too)
-    std::lock_guard qlock(self->qp_->mutex());
+    MutexLock qlock(self->qp_->mutex());
     self->lost_locked(false, self->tx_.failure());
   });
 }
 
 void Stream::on_send(long result) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   if (qp_ == nullptr) return;
-  std::lock_guard qlock(qp_->mutex());
+  MutexLock qlock(qp_->mutex());
   const Transmitter::Outcome outcome = tx_.on_send(*qp_, result);
   if (result < 0) {
     lost_locked(false, tx_.failure());  // mu_ is held here: the stream ends at once
@@ -113,7 +113,7 @@ StreamReceiver::Outcome Stream::receive_locked() {
   } else if (out.progress) {
     // The bytes may have queued transmit work (a Read Response, a Terminate) or freed the
     // window for it.
-    pump_tx_locked();
+    pump_tx_locked(*qp_);
   }
   return out;
 }
@@ -150,7 +150,7 @@ void Stream::watch_locked(bool maybe_readable) {
 }
 
 void Stream::engine_receive_locked() {
-  std::lock_guard qlock(qp_->mutex());
+  MutexLock qlock(qp_->mutex());
   const StreamReceiver::Outcome out = receive_locked();
   if (qp_ == nullptr) return;
   rx_.note_direct_target(*qp_);
@@ -158,20 +158,20 @@ void Stream::engine_receive_locked() {
 }
 
 void Stream::on_readable(std::optional<long> received) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   watching_ = false;
   if (qp_ == nullptr) return;
   // The backend may have received the first bytes already; after a short receive the socket
   // is empty and only needs watching again.
   bool maybe_more = true;
   if (received) {
-    std::lock_guard qlock(qp_->mutex());
+    MutexLock qlock(qp_->mutex());
     const StreamReceiver::Outcome out = rx_.take_watched(*qp_, *received);
     maybe_more = out.more;
     if (out.ended) {
       receive_ended_locked(out.status);
     } else if (out.progress) {
-      pump_tx_locked();
+      pump_tx_locked(*qp_);
       rx_.note_direct_target(*qp_);
     }
   }
@@ -196,7 +196,7 @@ void Stream::schedule_handback_locked() {
   handback_timer_ = engine_.add_timer(due, [weak] {
     auto self = weak.lock();
     if (!self) return;
-    std::lock_guard lock(self->mu_);
+    MutexLock lock(self->mu_);
     self->handback_timer_ = 0;
     if (self->qp_ == nullptr || self->watching_) return;  // handed back already (CQ armed)
     if (self->handoff_.claimed(Clock::now())) {
@@ -209,16 +209,17 @@ void Stream::schedule_handback_locked() {
 
 bool Stream::poll_rx(bool claim) {
   handoff_.polled(claim);
-  std::unique_lock lock(mu_, std::try_to_lock);
-  if (!lock.owns_lock() || qp_ == nullptr) return false;
-  std::lock_guard qlock(qp_->mutex());
+  if (!mu_.try_lock()) return false;  // another thread is inside the stream
+  MutexLock lock(mu_, std::adopt_lock);
+  if (qp_ == nullptr) return false;
+  MutexLock qlock(qp_->mutex());
   return receive_locked().progress;
 }
 
 void Stream::cq_armed() {
   // The application is going to sleep: the engine thread receives again, at once.
   handoff_.release();
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   if (qp_ == nullptr || watching_) return;
   watch_locked(true);
 }
@@ -240,9 +241,9 @@ void Stream::lost_locked(bool graceful, const std::string& why) {
 
 void Stream::abort() {
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     if (qp_ != nullptr) {
-      std::lock_guard qlock(qp_->mutex());
+      MutexLock qlock(qp_->mutex());
       unbind_qp_locked();
     }
   }
@@ -251,21 +252,21 @@ void Stream::abort() {
 }
 
 void Stream::disconnect() {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   if (qp_ == nullptr) return;
-  std::lock_guard qlock(qp_->mutex());
+  MutexLock qlock(qp_->mutex());
   qp_->disconnect_locked();
-  pump_tx_locked();
+  pump_tx_locked(*qp_);
 }
 
 void Stream::teardown(bool graceful, const std::string& why) {
   // Engine thread.
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     if (torn_down_) return;
     torn_down_ = true;
     if (qp_ != nullptr) {
-      std::lock_guard qlock(qp_->mutex());
+      MutexLock qlock(qp_->mutex());
       tx_.stop();
       qp_->link_lost_locked(graceful, why);
       unbind_qp_locked();

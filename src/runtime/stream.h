@@ -51,7 +51,7 @@ class Stream final : public io::IoHandler,
   int fd() const { return fd_.get(); }
 
   // verbs::QpLink (QP lock held): transmits and collects what the QP asks.
-  void doorbell() override { pump_tx_locked(); }
+  void doorbell(verbs::QueuePair& qp) override REQUIRES(qp.mutex()) { pump_tx_locked(qp); }
 
   // io::IoHandler (engine thread).
   void on_readable(std::optional<long> received) override;
@@ -70,41 +70,41 @@ class Stream final : public io::IoHandler,
  private:
   // mu_ and the QP lock held: receives until the socket is empty or a bound, then sends what
   // the bytes queued. The outcome's `more`: the bound stopped it.
-  StreamReceiver::Outcome receive_locked();
+  StreamReceiver::Outcome receive_locked() REQUIRES(mu_, qp_->mutex());
   // QP lock held: tells the observer of an RTR the QP received, sends, and acts on what the
   // transmitter reports. Runs after every call into the QP that may have queued work. It never
   // unbinds the QP (a failed send ends the stream from the engine thread).
-  void pump_tx_locked();
+  void pump_tx_locked(verbs::QueuePair& qp) REQUIRES(qp.mutex());
   void after_tx_locked(Transmitter::Outcome outcome);
   // A receive found the end of the stream (0) or failed (-errno): the stream ends.
-  void receive_ended_locked(long status);
+  void receive_ended_locked(long status) REQUIRES(mu_, qp_->mutex());
   // Watches for readability, naming the bounce buffer for the backend to receive into unless
   // maybe_readable, a large payload is next, or an application spins on the CQ.
-  void watch_locked(bool maybe_readable);
+  void watch_locked(bool maybe_readable) REQUIRES(mu_);
   // Engine thread, mu_ held: receive and watch again unless an application claims the stream.
-  void engine_receive_locked();
-  void schedule_handback_locked();
+  void engine_receive_locked() REQUIRES(mu_);
+  void schedule_handback_locked() REQUIRES(mu_);
   // Initiator only: if the peer stays silent after our first messages, one nudge (see
   // QueuePair::queue_nudge_locked) releases a Linux siw responder that missed them.
   void check_silent_peer(int round);
-  void unbind_qp_locked();
-  void lost_locked(bool graceful, const std::string& why);
+  void unbind_qp_locked() REQUIRES(mu_, qp_->mutex());
+  void lost_locked(bool graceful, const std::string& why) REQUIRES(mu_, qp_->mutex());
   void teardown(bool graceful, const std::string& why);
 
   Engine& engine_;
   io::Fd fd_;
-  std::mutex mu_;
-  verbs::QueuePair* qp_;
+  Mutex mu_;
+  verbs::QueuePair* qp_ GUARDED_BY(mu_);
   std::weak_ptr<StreamObserver> observer_;
-  StreamReceiver rx_;  // mu_ and the QP lock
+  StreamReceiver rx_ GUARDED_BY(mu_);  // and the QP lock
   Transmitter tx_;     // the QP lock
   PollHandoff handoff_;
 
-  bool watching_ = false;             // a readiness watch is armed (mu_)
-  std::uint64_t handback_timer_ = 0;  // pending hand-back check (mu_)
-  int handback_checks_ = 0;           // checks in this hand-off period (mu_)
-  PollSourceRegistration poll_sources_;  // (mu_)
-  bool counted_ = false;              // counted in the engine's streams (send budget; mu_)
+  bool watching_ GUARDED_BY(mu_) = false;             // a readiness watch is armed
+  std::uint64_t handback_timer_ GUARDED_BY(mu_) = 0;  // pending hand-back check
+  int handback_checks_ GUARDED_BY(mu_) = 0;           // checks in this hand-off period
+  PollSourceRegistration poll_sources_ GUARDED_BY(mu_);
+  bool counted_ GUARDED_BY(mu_) = false;  // counted in the engine's streams (send budget)
   bool initiator_ = false;
   bool torn_down_ = false;
   std::uint64_t linger_timer_ = 0;

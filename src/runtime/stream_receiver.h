@@ -34,15 +34,15 @@ class StreamReceiver {
   StreamReceiver(io::IoBackend& backend, int fd);
 
   // Receives until the socket is empty, the stream ends, or kRxRounds receives.
-  Outcome receive(verbs::QueuePair& qp);
+  Outcome receive(verbs::QueuePair& qp) REQUIRES(qp.mutex());
   // The buffer a watch may receive into (see io::IoBackend::watch_readable), or an empty span
   // when the next bytes are a large payload (this receiver places those itself, one copy).
   ByteSpan watch_buffer();
   // What the backend received into watch_buffer() for the watch: fed to the QP. `more`: the
   // receive was not short, so the socket may hold more.
-  Outcome take_watched(verbs::QueuePair& qp, long received);
+  Outcome take_watched(verbs::QueuePair& qp, long received) REQUIRES(qp.mutex());
   // Looks at the QP after its bytes were handled: is a large placement target next?
-  void note_direct_target(verbs::QueuePair& qp);
+  void note_direct_target(verbs::QueuePair& qp) REQUIRES(qp.mutex());
   std::uint64_t bytes() const { return bytes_; }
 
   // The bounce buffer starts small (an idle QP costs little memory) and doubles, up to the
@@ -61,10 +61,10 @@ class StreamReceiver {
 
  private:
   // Receives straight into the placement target while one is pending and large.
-  bool receive_direct(verbs::QueuePair& qp, long& status);
+  bool receive_direct(verbs::QueuePair& qp, long& status) REQUIRES(qp.mutex());
   // Feeds n bytes received into the bounce buffer by a receive that asked for `want`; false if
   // the receive was short (the socket is empty).
-  bool feed_bounce(verbs::QueuePair& qp, std::size_t n, std::size_t want);
+  bool feed_bounce(verbs::QueuePair& qp, std::size_t n, std::size_t want) REQUIRES(qp.mutex());
   // How much the next receive into the bounce buffer asks for.
   std::size_t next_bounce_want();
 

@@ -37,9 +37,9 @@ class Transmitter {
   std::size_t first_max_ulpdu();
   // Collects the QP's requests, then fills and sends until the socket is full, the engine has
   // nothing, or sending stopped.
-  Outcome pump(verbs::QueuePair& qp);
+  Outcome pump(verbs::QueuePair& qp) REQUIRES(qp.mutex());
   // The backend's send (io::IoHandler::on_send) completed with `result`.
-  Outcome on_send(verbs::QueuePair& qp, long result);
+  Outcome on_send(verbs::QueuePair& qp, long result) REQUIRES(qp.mutex());
   // No more sends (the stream is being torn down).
   void stop() { stopped_ = true; }
 
@@ -48,15 +48,15 @@ class Transmitter {
   std::uint64_t bytes() const { return bytes_; }
 
  private:
-  void fill_and_send(verbs::QueuePair& qp);
+  void fill_and_send(verbs::QueuePair& qp) REQUIRES(qp.mutex());
   // What the QP asked since the last call: acted on now.
-  void collect(verbs::QueuePair& qp);
+  void collect(verbs::QueuePair& qp) REQUIRES(qp.mutex());
   // Drops what is queued after the FPDU being sent (the QP flushed the requests it belongs to).
   void abandon();
-  void consume(verbs::QueuePair& qp, std::size_t n);
+  void consume(verbs::QueuePair& qp, std::size_t n) REQUIRES(qp.mutex());
   Outcome finish();
   // Linux siw reads the MSS before each FPDU; here at most every kMssRecheck.
-  void refresh_fpdu_size(verbs::QueuePair& qp);
+  void refresh_fpdu_size(verbs::QueuePair& qp) REQUIRES(qp.mutex());
   // Sets the socket's TCP_NOTSENT_LOWAT to this stream's share of the engine's send budget
   // when that share has changed.
   void apply_send_share();

@@ -6,7 +6,7 @@ namespace uwarp::verbs {
 
 std::size_t CompletionQueue::poll(std::span<WorkCompletion> out) {
   if (out.empty() || count_.load(std::memory_order_acquire) == 0) return 0;
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   const std::size_t n = std::min(out.size(), queue_.size());
   for (std::size_t i = 0; i < n; ++i) {
     out[i] = queue_.front();
@@ -18,7 +18,7 @@ std::size_t CompletionQueue::poll(std::span<WorkCompletion> out) {
 
 void CompletionQueue::arm(bool solicited_only) {
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     // Arming never downgrades "next" to "solicited".
     if (!solicited_only) {
       arm_ = Arm::kNext;
@@ -31,7 +31,7 @@ void CompletionQueue::arm(bool solicited_only) {
   if (source_count_.load(std::memory_order_acquire) == 0) return;
   std::vector<std::shared_ptr<CqPollSource>> live;
   {
-    std::lock_guard lock(sources_mu_);
+    MutexLock lock(sources_mu_);
     live.reserve(sources_.size());
     for (auto& [raw, weak] : sources_) {
       if (auto s = weak.lock()) live.push_back(std::move(s));
@@ -41,7 +41,7 @@ void CompletionQueue::arm(bool solicited_only) {
 }
 
 void CompletionQueue::add_source(const std::shared_ptr<CqPollSource>& source) {
-  std::lock_guard lock(sources_mu_);
+  MutexLock lock(sources_mu_);
   for (auto& [raw, weak] : sources_) {
     if (raw == source.get()) return;
   }
@@ -50,7 +50,7 @@ void CompletionQueue::add_source(const std::shared_ptr<CqPollSource>& source) {
 }
 
 void CompletionQueue::remove_source(const CqPollSource* source) {
-  std::lock_guard lock(sources_mu_);
+  MutexLock lock(sources_mu_);
   std::erase_if(sources_, [source](const auto& e) { return e.first == source; });
   source_count_.store(sources_.size(), std::memory_order_release);
 }
@@ -62,7 +62,7 @@ bool CompletionQueue::drive_sources() {
   std::shared_ptr<CqPollSource> picked[kDrivePerCall];
   std::size_t n = 0;
   {
-    std::lock_guard lock(sources_mu_);
+    MutexLock lock(sources_mu_);
     const std::size_t total = sources_.size();
     for (std::size_t i = 0; i < total && n < kDrivePerCall; ++i) {
       if (next_source_ >= total) next_source_ = 0;
@@ -78,7 +78,7 @@ bool CompletionQueue::drive_sources() {
 bool CompletionQueue::push(const WorkCompletion& wc, bool solicited) {
   bool fire = false;
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     if (queue_.size() >= capacity_) {
       overflowed_.store(true, std::memory_order_release);
       return false;

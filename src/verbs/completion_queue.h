@@ -15,11 +15,11 @@
 #include <atomic>
 #include <cstdint>
 #include <memory>
-#include <mutex>
 #include <span>
 #include <utility>
 #include <vector>
 
+#include "base/mutex.h"
 #include "base/slot_ring.h"
 #include "uwarp/types.h"
 
@@ -85,16 +85,17 @@ class CompletionQueue {
   const std::uint32_t capacity_;
   CqEventSink* events_;
   void* const user_context_;
-  std::mutex mu_;
-  SlotRing<WorkCompletion> queue_;
-  Arm arm_ = Arm::kNone;
+  Mutex mu_;
+  SlotRing<WorkCompletion> queue_ GUARDED_BY(mu_);
+  Arm arm_ GUARDED_BY(mu_) = Arm::kNone;
   std::atomic<std::size_t> count_{0};
   std::atomic<bool> overflowed_{false};
   std::atomic<bool> armed_{false};  // arm_ != kNone, for drive_sources without mu_
 
-  std::mutex sources_mu_;  // leaf
-  std::vector<std::pair<const CqPollSource*, std::weak_ptr<CqPollSource>>> sources_;
-  std::size_t next_source_ = 0;
+  Mutex sources_mu_;  // leaf
+  std::vector<std::pair<const CqPollSource*, std::weak_ptr<CqPollSource>>> sources_
+      GUARDED_BY(sources_mu_);
+  std::size_t next_source_ GUARDED_BY(sources_mu_) = 0;
   std::atomic<std::size_t> source_count_{0};
 };
 

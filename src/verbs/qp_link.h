@@ -7,6 +7,8 @@
 
 namespace uwarp::verbs {
 
+class QueuePair;
+
 // Connection parameters the CM negotiated, handed over when the stream is attached: the
 // engine's (CRC, IRD/ORD, RTR, FPDU size) and which side this is.
 struct LinkParams : proto::RdmapEngine::Params {
@@ -21,14 +23,14 @@ struct TxRequests {
   bool shutdown = false;  // close the stream once the bytes queued are sent
 };
 
-// The runtime's side of an attached stream: its doorbell. The QP rings it with the QP lock
-// held, from the application's calls only (post_send, modify_state), never from inside a call
-// the stream makes into the QP; so the stream is never re-entered. The stream then transmits
-// and collects the QP's requests. Must not block.
+// The runtime's side of an attached stream: its doorbell. The QP rings it with its own lock
+// held (qp.mutex()), from the application's calls only (post_send, modify_state), never from
+// inside a call the stream makes into the QP; so the stream is never re-entered. The stream
+// then transmits and collects the QP's requests. Must not block.
 class QpLink {
  public:
   virtual ~QpLink() = default;
-  virtual void doorbell() = 0;
+  virtual void doorbell(QueuePair& qp) = 0;
 };
 
 }  // namespace uwarp::verbs

@@ -26,17 +26,17 @@ QueuePair::~QueuePair() {
 }
 
 QpState QueuePair::state() const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   return state_;
 }
 
 std::uint16_t QueuePair::ird() const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   return ird_;
 }
 
 std::uint16_t QueuePair::ord() const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   return ord_;
 }
 
@@ -58,7 +58,7 @@ Status QueuePair::check_transition(QpState target) const {
 }
 
 Status QueuePair::modify_state(QpState target) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   if (Status s = check_transition(target); !s) return s;
   switch (target) {
     case QpState::kError:
@@ -82,20 +82,20 @@ Status QueuePair::modify_state(QpState target) {
     }
   }
   // Transmit work resumed (SQD to RTS), or requests for the stream (ERROR, RESET).
-  if (link_ != nullptr) link_->doorbell();
+  if (link_ != nullptr) link_->doorbell(*this);
   return Status::ok();
 }
 
 Status QueuePair::post_send(const SendWr& wr) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   bool kick = false;
   const Status s = post_send_locked(wr, kick);
-  if (kick) link_->doorbell();
+  if (kick) link_->doorbell(*this);
   return s;
 }
 
 Status QueuePair::post_send(std::span<const SendWr> wrs, std::size_t* posted) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   bool kick = false;
   Status s = Status::ok();
   std::size_t n = 0;
@@ -111,7 +111,7 @@ Status QueuePair::post_send(std::span<const SendWr> wrs, std::size_t* posted) {
   }
   if (posted != nullptr) *posted = n;
   // One transmit for all: consecutive messages leave in as few sendmsg calls as fit.
-  if (kick) link_->doorbell();
+  if (kick) link_->doorbell(*this);
   return s;
 }
 
@@ -131,7 +131,7 @@ Status QueuePair::post_send_locked(const SendWr& wr, bool& kick) {
 }
 
 Status QueuePair::post_recv(const RecvWr& wr) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   if (config_.srq != nullptr)
     return Status(Errc::kInvalidArgument, "QP uses a shared receive queue");
   if (state_ == QpState::kReset)

@@ -13,13 +13,13 @@
 
 #include <cstdint>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <span>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "base/mutex.h"
 #include "proto/rdmap_engine.h"
 #include "proto/tx_batch.h"
 #include "uwarp/status.h"
@@ -47,7 +47,7 @@ class QueuePair final : private proto::RdmapPort {
 
   std::uint32_t qp_num() const { return reporter_.qp_num(); }
   const QpConfig& config() const { return config_; }
-  std::mutex& mutex() const { return mu_; }
+  Mutex& mutex() const RETURN_CAPABILITY(mu_) { return mu_; }
 
   // Application calls (take the lock).
   Status post_send(const SendWr& wr);
@@ -62,103 +62,113 @@ class QueuePair final : private proto::RdmapPort {
 
   // Stream binding, driven by the CM and runtime. After each call into the QP, the stream
   // collects what the QP asks of it (no call from the QP reaches the stream meanwhile).
-  void attach_link_locked(QpLink* link, const LinkParams& params);
-  void detach_link_locked() { link_ = nullptr; }
-  bool has_link_locked() const { return link_ != nullptr; }
-  void set_max_ulpdu_locked(std::size_t max_ulpdu) {
+  void attach_link_locked(QpLink* link, const LinkParams& params) REQUIRES(mu_);
+  void detach_link_locked() REQUIRES(mu_) { link_ = nullptr; }
+  bool has_link_locked() const REQUIRES(mu_) { return link_ != nullptr; }
+  void set_max_ulpdu_locked(std::size_t max_ulpdu) REQUIRES(mu_) {
     if (engine_) engine_->set_max_ulpdu(max_ulpdu);
   }
-  TxRequests take_tx_requests_locked() { return std::exchange(tx_requests_, TxRequests{}); }
+  TxRequests take_tx_requests_locked() REQUIRES(mu_) {
+    return std::exchange(tx_requests_, TxRequests{});
+  }
   // Responder in peer-to-peer mode: the peer's RTR has arrived since the last call.
-  bool take_rtr_received_locked() { return std::exchange(rtr_received_, false); }
+  bool take_rtr_received_locked() REQUIRES(mu_) { return std::exchange(rtr_received_, false); }
   // Queues one zero-length RDMA Write to STag 1, TO 0 (the RFC 6581 RTR Write), at the next
   // message boundary. It touches no memory at the peer; runtime::Stream uses it to wake a Linux
   // siw responder that missed the first FPDUs of a connection (docs/interop.md).
-  void queue_nudge_locked();
+  void queue_nudge_locked() REQUIRES(mu_);
 
   // Receive path: bytes from the stream (proto::RdmapEngine). After a protocol violation the
   // QP queues a Terminate and rx_open_locked() turns false.
-  ByteSpan rx_direct_target_locked() { return engine_ ? engine_->direct_target() : ByteSpan{}; }
-  void rx_commit_locked(std::size_t n) { engine_->commit_direct(n); }
-  std::size_t rx_feed_locked(ConstByteSpan bytes) {
+  ByteSpan rx_direct_target_locked() REQUIRES(mu_) {
+    return engine_ ? engine_->direct_target() : ByteSpan{};
+  }
+  void rx_commit_locked(std::size_t n) REQUIRES(mu_) { engine_->commit_direct(n); }
+  std::size_t rx_feed_locked(ConstByteSpan bytes) REQUIRES(mu_) {
     // The engine drops bytes itself once it has stopped receiving (a Terminate either way).
     return engine_ && receiving_state() ? engine_->feed(bytes) : bytes.size();
   }
-  bool rx_open_locked() const { return engine_ && engine_->rx_open() && receiving_state(); }
+  bool rx_open_locked() const REQUIRES(mu_) {
+    return engine_ && engine_->rx_open() && receiving_state();
+  }
   // No FPDU is partly received (an end of stream here is an orderly close).
-  bool rx_at_boundary_locked() const { return !engine_ || engine_->rx_at_boundary(); }
+  bool rx_at_boundary_locked() const REQUIRES(mu_) { return !engine_ || engine_->rx_at_boundary(); }
 
   // Transmit path: appends FPDUs to `batch`; returns true if it added any.
-  bool tx_fill_locked(proto::TxBatch& batch);
+  bool tx_fill_locked(proto::TxBatch& batch) REQUIRES(mu_);
   // A message queued by tx_fill_locked has been handed to TCP completely.
-  void tx_sent_locked(std::uint64_t cookie) { engine_->sent(cookie); }
+  void tx_sent_locked(std::uint64_t cookie) REQUIRES(mu_) { engine_->sent(cookie); }
 
   // The stream ended: graceful (EOF at an FPDU boundary after a disconnect) or not.
-  void link_lost_locked(bool graceful, const std::string& why);
+  void link_lost_locked(bool graceful, const std::string& why) REQUIRES(mu_);
   // Graceful disconnect requested locally: flush what was not sent, then close.
-  void disconnect_locked();
+  void disconnect_locked() REQUIRES(mu_);
 
  private:
   // proto::RdmapPort: forwarded to the protection checks, the inbound receive and the send queue;
   // Terminates and the RTR act on the QP.
   proto::ScatterResult resolve_write(std::uint32_t stag, std::uint64_t offset,
-                                     std::size_t length) override {
+                                     std::size_t length) override REQUIRES(mu_) {
     return protection_.resolve_write(stag, offset, length);
   }
   proto::ScatterResult resolve_receive(std::uint32_t /*msn*/, std::uint32_t mo, std::size_t length,
-                                       bool first_segment) override {
+                                       bool first_segment) override REQUIRES(mu_) {
     return receive_.place(mo, length, first_segment);
   }
-  std::optional<wire::TerminateCode> receive_complete(const proto::InboundSend& send) override {
+  std::optional<wire::TerminateCode> receive_complete(const proto::InboundSend& send) override
+      REQUIRES(mu_) {
     return receive_.complete(send);
   }
   Expected<proto::ReadSource, wire::TerminateCode> resolve_read_source(
-      std::uint32_t stag, std::uint64_t offset, std::uint32_t length) override {
+      std::uint32_t stag, std::uint64_t offset, std::uint32_t length) override REQUIRES(mu_) {
     return protection_.resolve_read_source(stag, offset, length);
   }
   proto::ScatterResult resolve_read_sink(std::uint64_t seq, std::size_t offset,
-                                         std::size_t length) override {
+                                         std::size_t length) override REQUIRES(mu_) {
     return protection_.resolve_read_sink(sq_.read_sink(seq), offset, length);
   }
-  void read_complete(std::uint64_t seq) override { sq_.read_complete(seq); }
-  bool peek_request(proto::OutboundRequest& next) override { return sq_.peek(next); }
-  bool start_request(proto::OutboundRequest& r, std::vector<ConstByteSpan>& payload) override;
-  void request_sent(std::uint64_t seq) override { sq_.sent(seq); }
-  void terminate_queued(const wire::TerminateCode& code) override;
-  void terminate_received(const wire::TerminateMessage& message) override;
-  void terminate_sent() override;
-  void rtr_received() override;
+  void read_complete(std::uint64_t seq) override REQUIRES(mu_) { sq_.read_complete(seq); }
+  bool peek_request(proto::OutboundRequest& next) override REQUIRES(mu_) { return sq_.peek(next); }
+  bool start_request(proto::OutboundRequest& r, std::vector<ConstByteSpan>& payload) override
+      REQUIRES(mu_);
+  void request_sent(std::uint64_t seq) override REQUIRES(mu_) { sq_.sent(seq); }
+  void terminate_queued(const wire::TerminateCode& code) override REQUIRES(mu_);
+  void terminate_received(const wire::TerminateMessage& message) override REQUIRES(mu_);
+  void terminate_sent() override REQUIRES(mu_);
+  void rtr_received() override REQUIRES(mu_);
 
   // Validates and queues one request; kick: the link is to be told (once, by the caller).
-  Status post_send_locked(const SendWr& wr, bool& kick);
+  Status post_send_locked(const SendWr& wr, bool& kick) REQUIRES(mu_);
   // The stream is to close once its queued bytes are sent.
-  void request_shutdown() { tx_requests_.shutdown = true; }
+  void request_shutdown() REQUIRES(mu_) { tx_requests_.shutdown = true; }
   // Errors.
-  void enter_error(std::optional<WcStatus> first_status, std::uint32_t vendor_err);
-  Status check_transition(QpState target) const;
+  void enter_error(std::optional<WcStatus> first_status, std::uint32_t vendor_err) REQUIRES(mu_);
+  Status check_transition(QpState target) const REQUIRES(mu_);
   // The QP's state lets it receive (not ERROR, not RESET).
-  bool receiving_state() const { return state_ != QpState::kError && state_ != QpState::kReset; }
+  bool receiving_state() const REQUIRES(mu_) {
+    return state_ != QpState::kError && state_ != QpState::kReset;
+  }
 
   QpConfig config_;
   QpReporter reporter_;
-  mutable std::mutex mu_;
-  QpState state_ = QpState::kReset;
+  mutable Mutex mu_;
+  QpState state_ GUARDED_BY(mu_) = QpState::kReset;
   std::unique_ptr<ReceiveQueue> own_rq_;  // null with an SRQ
   ReceiveQueue* rq_;
 
   // The connection: its link to the runtime and its protocol engine (while bound).
-  QpLink* link_ = nullptr;
-  TxRequests tx_requests_;     // not yet collected by the stream
-  bool rtr_received_ = false;  // not yet collected by the stream
-  std::uint16_t ird_ = 0;
-  std::uint16_t ord_ = 0;
-  std::unique_ptr<proto::RdmapEngine> engine_;
-  bool disconnecting_ = false;
+  QpLink* link_ GUARDED_BY(mu_) = nullptr;
+  TxRequests tx_requests_ GUARDED_BY(mu_);     // not yet collected by the stream
+  bool rtr_received_ GUARDED_BY(mu_) = false;  // not yet collected by the stream
+  std::uint16_t ird_ GUARDED_BY(mu_) = 0;
+  std::uint16_t ord_ GUARDED_BY(mu_) = 0;
+  std::unique_ptr<proto::RdmapEngine> engine_ GUARDED_BY(mu_);
+  bool disconnecting_ GUARDED_BY(mu_) = false;
 
   // The pieces the engine reaches through the port (they refer to the members above).
-  MemoryProtection protection_;
-  SendQueue sq_;
-  InboundReceive receive_;
+  MemoryProtection protection_ GUARDED_BY(mu_);
+  SendQueue sq_ GUARDED_BY(mu_);
+  InboundReceive receive_ GUARDED_BY(mu_);
 };
 
 }  // namespace uwarp::verbs

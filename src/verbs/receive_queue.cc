@@ -6,7 +6,7 @@ Status ReceiveQueue::post(const RecvWr& wr) {
   if (wr.sg_list.size() > max_sge_) {
     return Status(Errc::kInvalidArgument, "receive work request has more SGEs than the queue allows");
   }
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   if (entries_.size() >= max_wr_) return Status(Errc::kNoResources, "receive queue is full");
   RecvEntry& e = entries_.push_back();
   e.wr_id = wr.wr_id;
@@ -15,7 +15,7 @@ Status ReceiveQueue::post(const RecvWr& wr) {
 }
 
 bool ReceiveQueue::take(RecvEntry& out) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   if (entries_.empty()) return false;
   out.wr_id = entries_.front().wr_id;
   out.sges.swap(entries_.front().sges);
@@ -28,7 +28,7 @@ bool ReceiveQueue::take(RecvEntry& out) {
 }
 
 std::vector<RecvEntry> ReceiveQueue::drain() {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   std::vector<RecvEntry> out(entries_.size());
   for (std::size_t i = 0; i < out.size(); ++i) out[i] = std::move(entries_[i]);
   entries_.clear();
@@ -36,17 +36,17 @@ std::vector<RecvEntry> ReceiveQueue::drain() {
 }
 
 std::size_t ReceiveQueue::size() const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   return entries_.size();
 }
 
 void ReceiveQueue::arm_limit(std::uint32_t limit) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   limit_ = limit;
 }
 
 bool ReceiveQueue::consume_limit_event() {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   const bool fired = limit_fired_;
   limit_fired_ = false;
   return fired;

@@ -3,9 +3,9 @@
 #pragma once
 
 #include <cstdint>
-#include <mutex>
 #include <vector>
 
+#include "base/mutex.h"
 #include "base/slot_ring.h"
 #include "uwarp/status.h"
 #include "uwarp/types.h"
@@ -40,7 +40,7 @@ class ReceiveQueue {
   bool consume_limit_event();
   // The armed limit; 0 when none is armed (or once it fired).
   std::uint32_t limit() const {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     return limit_;
   }
 
@@ -48,10 +48,10 @@ class ReceiveQueue {
   const ProtectionDomain* pd_;
   const std::uint32_t max_wr_;
   const std::uint32_t max_sge_;
-  mutable std::mutex mu_;
-  SlotRing<RecvEntry> entries_;
-  std::uint32_t limit_ = 0;
-  bool limit_fired_ = false;
+  mutable Mutex mu_;
+  SlotRing<RecvEntry> entries_ GUARDED_BY(mu_);
+  std::uint32_t limit_ GUARDED_BY(mu_) = 0;
+  bool limit_fired_ GUARDED_BY(mu_) = false;
 };
 
 }  // namespace uwarp::verbs

@@ -11,7 +11,7 @@ StagTable::StagTable() {
 }
 
 bool StagTable::insert(const MemoryRegionRef& mr) {
-  std::unique_lock lock(mu_);
+  WriterLock lock(mu_);
   constexpr std::uint32_t kIndexMask = (1u << kIndexBits) - 1;
   if (used_index_.size() + quarantined_.size() >= kIndexMask - 1) return false;
   std::uint32_t index = 0;
@@ -26,7 +26,7 @@ bool StagTable::insert(const MemoryRegionRef& mr) {
 }
 
 void StagTable::erase(std::uint32_t stag) {
-  std::unique_lock lock(mu_);
+  WriterLock lock(mu_);
   auto it = by_stag_.find(stag);
   if (it == by_stag_.end()) return;
   it->second->valid.store(false, std::memory_order_release);
@@ -42,13 +42,13 @@ void StagTable::erase(std::uint32_t stag) {
 }
 
 MemoryRegionRef StagTable::find(std::uint32_t stag) const {
-  std::shared_lock lock(mu_);
+  ReaderLock lock(mu_);
   auto it = by_stag_.find(stag);
   return it == by_stag_.end() ? nullptr : it->second;
 }
 
 std::size_t StagTable::size() const {
-  std::shared_lock lock(mu_);
+  ReaderLock lock(mu_);
   return by_stag_.size();
 }
 

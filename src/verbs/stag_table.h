@@ -8,10 +8,10 @@
 #include <cstdint>
 #include <deque>
 #include <random>
-#include <shared_mutex>
 #include <unordered_map>
 #include <unordered_set>
 
+#include "base/mutex.h"
 #include "verbs/memory_region.h"
 
 namespace uwarp::verbs {
@@ -29,12 +29,12 @@ class StagTable {
   std::size_t size() const;
 
  private:
-  mutable std::shared_mutex mu_;
-  std::unordered_map<std::uint32_t, MemoryRegionRef> by_stag_;
-  std::unordered_set<std::uint32_t> used_index_;
-  std::deque<std::uint32_t> quarantine_;
-  std::unordered_set<std::uint32_t> quarantined_;
-  std::mt19937_64 rng_;
+  mutable SharedMutex mu_;
+  std::unordered_map<std::uint32_t, MemoryRegionRef> by_stag_ GUARDED_BY(mu_);
+  std::unordered_set<std::uint32_t> used_index_ GUARDED_BY(mu_);
+  std::deque<std::uint32_t> quarantine_ GUARDED_BY(mu_);
+  std::unordered_set<std::uint32_t> quarantined_ GUARDED_BY(mu_);
+  std::mt19937_64 rng_ GUARDED_BY(mu_);
 };
 
 }  // namespace uwarp::verbs

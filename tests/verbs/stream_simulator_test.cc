@@ -46,7 +46,7 @@ constexpr int kMaxSteps = 2'000'000;
 
 class FakeLink final : public QpLink {
  public:
-  void doorbell() override { ++doorbells; }
+  void doorbell(QueuePair&) override { ++doorbells; }
   // As runtime::Stream after each of its calls into the QP: collects what the QP asks; after
   // an error nothing more is read from the flushed requests' memory.
   void collect() {
