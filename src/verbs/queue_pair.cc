@@ -40,26 +40,9 @@ std::uint16_t QueuePair::ord() const {
   return ord_;
 }
 
-Status QueuePair::check_transition(QpState target) const {
-  if (target == QpState::kReset || target == QpState::kError) return Status::ok();
-  const QpState s = state_;
-  const bool ok = (s == QpState::kReset && target == QpState::kInit) ||
-                  (s == QpState::kInit && (target == QpState::kInit || target == QpState::kRtr)) ||
-                  (s == QpState::kRtr && target == QpState::kRts) ||
-                  (s == QpState::kRts && (target == QpState::kRts || target == QpState::kSqd)) ||
-                  (s == QpState::kSqd && (target == QpState::kRts || target == QpState::kSqd)) ||
-                  (s == QpState::kSqe && target == QpState::kRts);
-  if (!ok) {
-    return Status(Errc::kInvalidState, std::string("QP cannot go from ") +
-                                           std::string(to_string(s)) + " to " +
-                                           std::string(to_string(target)));
-  }
-  return Status::ok();
-}
-
 Status QueuePair::modify_state(QpState target) {
   MutexLock lock(mu_);
-  if (Status s = check_transition(target); !s) return s;
+  if (Status s = check_qp_transition(state_, target); !s) return s;
   switch (target) {
     case QpState::kError:
       if (state_ != QpState::kError) {

@@ -31,6 +31,7 @@
 #include "verbs/protection_domain.h"
 #include "verbs/qp_config.h"
 #include "verbs/qp_link.h"
+#include "verbs/qp_state.h"
 #include "verbs/qp_reporter.h"
 #include "verbs/receive_queue.h"
 #include "verbs/remote_terminate.h"
@@ -143,7 +144,6 @@ class QueuePair final : private proto::RdmapPort {
   void request_shutdown() REQUIRES(mu_) { tx_requests_.shutdown = true; }
   // Errors.
   void enter_error(std::optional<WcStatus> first_status, std::uint32_t vendor_err) REQUIRES(mu_);
-  Status check_transition(QpState target) const REQUIRES(mu_);
   // The QP's state lets it receive (not ERROR, not RESET).
   bool receiving_state() const REQUIRES(mu_) {
     return state_ != QpState::kError && state_ != QpState::kReset;
