@@ -10,6 +10,8 @@
 #include <limits>
 #include <type_traits>
 
+#include "support/quantity_printers.h"
+
 namespace uwarp::wire {
 namespace {
 
