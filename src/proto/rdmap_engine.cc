@@ -46,7 +46,7 @@ ScatterResult RdmapEngine::resolve_write(std::uint32_t stag, std::uint64_t to, s
 
 ScatterResult RdmapEngine::resolve_read_response(std::uint32_t stag, std::uint64_t to,
                                                  std::size_t length) {
-  const auto target = orq_.match_segment(stag, to, length);
+  const auto target = orq_.match_segment(wire::Stag{stag}, wire::TaggedOffset{to}, length);
   if (!target) return Unexpected{target.error()};
   if (target->rtr) return Scatter{};
   ScatterResult r = port_.resolve_read_sink(target->seq, target->offset, length);
@@ -72,8 +72,8 @@ std::optional<wire::TerminateCode> RdmapEngine::receive_complete(const InboundSe
 
 std::optional<wire::TerminateCode> RdmapEngine::read_request(const wire::ReadRequest& rr) {
   InboundRead in;
-  in.sink_stag = rr.sink_stag;
-  in.sink_offset = rr.sink_to;
+  in.sink_stag = wire::Stag{rr.sink_stag};
+  in.sink_offset = wire::TaggedOffset{rr.sink_to};
   if (rr.size > 0) {
     auto source = port_.resolve_read_source(rr.source_stag, rr.source_to, rr.size);
     if (!source) return source.error();

@@ -26,12 +26,12 @@ wire::DdpHeader untagged(wire::RdmapOpcode op, std::uint32_t queue, std::uint32_
   return h;
 }
 
-wire::DdpHeader tagged(wire::RdmapOpcode op, std::uint32_t stag, std::uint64_t to) {
+wire::DdpHeader tagged(wire::RdmapOpcode op, wire::Stag stag, wire::TaggedOffset to) {
   wire::DdpHeader h;
   h.tagged = true;
   h.opcode = static_cast<std::uint8_t>(op);
-  h.stag = stag;
-  h.tagged_offset = to;
+  h.stag = stag.value();
+  h.tagged_offset = to.value();
   return h;
 }
 
@@ -100,7 +100,7 @@ bool RdmapTransmitter::next_terminate(Message& m) {
 bool RdmapTransmitter::next_rtr(Message& m) {
   switch (send_rtr_) {
     case RtrType::kWrite:
-      m.header = tagged(wire::RdmapOpcode::kRdmaWrite, kRtrStag, 0);
+      m.header = tagged(wire::RdmapOpcode::kRdmaWrite, wire::Stag{kRtrStag}, wire::TaggedOffset{0});
       break;
     case RtrType::kRead: {
       wire::ReadRequest rr;
@@ -123,7 +123,7 @@ bool RdmapTransmitter::next_rtr(Message& m) {
 
 bool RdmapTransmitter::next_nudge(Message& m) {
   nudge_pending_ = false;
-  m.header = tagged(wire::RdmapOpcode::kRdmaWrite, kRtrStag, 0);
+  m.header = tagged(wire::RdmapOpcode::kRdmaWrite, wire::Stag{kRtrStag}, wire::TaggedOffset{0});
   m.gather = gather_;
   m.cookie = make_cookie(CookieKind::kRtr);
   return true;
@@ -154,7 +154,8 @@ bool RdmapTransmitter::next_request(Message& m) {
       if (r.kind == OutboundRequest::Kind::kSendInvalidate) m.header.ulp_reserved = r.invalidate_stag;
       break;
     case OutboundRequest::Kind::kWrite:
-      m.header = tagged(wire::RdmapOpcode::kRdmaWrite, r.remote_stag, r.remote_offset);
+      m.header = tagged(wire::RdmapOpcode::kRdmaWrite, wire::Stag{r.remote_stag},
+                        wire::TaggedOffset{r.remote_offset});
       break;
     case OutboundRequest::Kind::kRead: {
       wire::ReadRequest rr;
@@ -166,7 +167,8 @@ bool RdmapTransmitter::next_request(Message& m) {
       gather_.push_back(read_request_bodies_.encode(rr));
       m.header = untagged(wire::RdmapOpcode::kReadRequest, wire::kQueueReadRequest, read_msn_++);
       m.length = wire::kReadRequestSize;
-      orq_.push(OutboundRead{r.seq, r.sink_stag, r.sink_offset, r.length, 0});
+      orq_.push(OutboundRead{r.seq, wire::Stag{r.sink_stag}, wire::TaggedOffset{r.sink_offset},
+                             r.length, 0});
       break;
     }
   }
