@@ -17,12 +17,12 @@ constexpr std::uint64_t cookie_seq(std::uint64_t c) {
   return c & ((std::uint64_t{1} << kKindShift) - 1);
 }
 
-wire::DdpHeader untagged(wire::RdmapOpcode op, std::uint32_t queue, std::uint32_t msn) {
+wire::DdpHeader untagged(wire::RdmapOpcode op, std::uint32_t queue, wire::Msn msn) {
   wire::DdpHeader h;
   h.tagged = false;
   h.opcode = static_cast<std::uint8_t>(op);
   h.queue = queue;
-  h.msn = msn;
+  h.msn = msn.value();
   return h;
 }
 
