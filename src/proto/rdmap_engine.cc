@@ -40,13 +40,14 @@ void RdmapEngine::abandon() {
   irq_.clear();
 }
 
-ScatterResult RdmapEngine::resolve_write(std::uint32_t stag, std::uint64_t to, std::size_t length) {
-  return port_.resolve_write(stag, to, length);
+ScatterResult RdmapEngine::resolve_write(wire::Stag stag, wire::TaggedOffset to,
+                                         std::size_t length) {
+  return port_.resolve_write(stag.value(), to.value(), length);
 }
 
-ScatterResult RdmapEngine::resolve_read_response(std::uint32_t stag, std::uint64_t to,
+ScatterResult RdmapEngine::resolve_read_response(wire::Stag stag, wire::TaggedOffset to,
                                                  std::size_t length) {
-  const auto target = orq_.match_segment(wire::Stag{stag}, wire::TaggedOffset{to}, length);
+  const auto target = orq_.match_segment(stag, to, length);
   if (!target) return Unexpected{target.error()};
   if (target->rtr) return Scatter{};
   ScatterResult r = port_.resolve_read_sink(target->seq, target->offset, length);
@@ -61,9 +62,9 @@ std::optional<wire::TerminateCode> RdmapEngine::read_response_complete() {
   return std::nullopt;
 }
 
-ScatterResult RdmapEngine::resolve_receive(std::uint32_t msn, std::uint32_t mo, std::size_t length,
-                                           bool first_segment) {
-  return port_.resolve_receive(msn, mo, length, first_segment);
+ScatterResult RdmapEngine::resolve_receive(wire::Msn msn, wire::MessageOffset mo,
+                                           std::size_t length, bool first_segment) {
+  return port_.resolve_receive(msn.value(), mo.value(), length, first_segment);
 }
 
 std::optional<wire::TerminateCode> RdmapEngine::receive_complete(const InboundSend& send) {
