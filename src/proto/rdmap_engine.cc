@@ -42,7 +42,7 @@ void RdmapEngine::abandon() {
 
 ScatterResult RdmapEngine::resolve_write(wire::Stag stag, wire::TaggedOffset to,
                                          std::size_t length) {
-  return port_.resolve_write(stag.value(), to.value(), length);
+  return port_.resolve_write(stag, to, length);
 }
 
 ScatterResult RdmapEngine::resolve_read_response(wire::Stag stag, wire::TaggedOffset to,
@@ -64,7 +64,7 @@ std::optional<wire::TerminateCode> RdmapEngine::read_response_complete() {
 
 ScatterResult RdmapEngine::resolve_receive(wire::Msn msn, wire::MessageOffset mo,
                                            std::size_t length, bool first_segment) {
-  return port_.resolve_receive(msn.value(), mo.value(), length, first_segment);
+  return port_.resolve_receive(msn, mo, length, first_segment);
 }
 
 std::optional<wire::TerminateCode> RdmapEngine::receive_complete(const InboundSend& send) {
@@ -76,7 +76,8 @@ std::optional<wire::TerminateCode> RdmapEngine::read_request(const wire::ReadReq
   in.sink_stag = wire::Stag{rr.sink_stag};
   in.sink_offset = wire::TaggedOffset{rr.sink_to};
   if (rr.size > 0) {
-    auto source = port_.resolve_read_source(rr.source_stag, rr.source_to, rr.size);
+    auto source = port_.resolve_read_source(wire::Stag{rr.source_stag},
+                                            wire::TaggedOffset{rr.source_to}, rr.size);
     if (!source) return source.error();
     in.source = std::move(*source);
   }

@@ -147,10 +147,10 @@ std::optional<wire::TerminateCode> RdmapReceiver::end_send_segment() {
   send_placed_ = send_placed_ + static_cast<std::uint32_t>(payload_length_);
   if (!header_.last) return std::nullopt;
   InboundSend s;
-  s.msn = header_.msn;
+  s.msn = wire::Msn{header_.msn};
   s.length = send_placed_.value();
   s.opcode = static_cast<RdmapOpcode>(header_.opcode);
-  s.invalidate_stag = header_.ulp_reserved;
+  s.invalidate_stag = wire::Stag{header_.ulp_reserved};
   send_in_progress_ = false;
   send_placed_ = wire::MessageOffset{0};
   ++expected_msn_[wire::kQueueSend];

@@ -23,10 +23,10 @@ using ScatterResult = Expected<Scatter, wire::TerminateCode>;
 
 // A completed inbound Send, for the receive completion.
 struct InboundSend {
-  std::uint32_t msn = 0;
+  wire::Msn msn;
   std::uint32_t length = 0;
   wire::RdmapOpcode opcode = wire::RdmapOpcode::kSend;
-  std::uint32_t invalidate_stag = 0;  // valid for the "with Invalidate" opcodes
+  wire::Stag invalidate_stag;  // valid for the "with Invalidate" opcodes
 };
 
 class RxDelegate {

@@ -151,24 +151,24 @@ bool RdmapTransmitter::next_request(Message& m) {
     case OutboundRequest::Kind::kSend:
     case OutboundRequest::Kind::kSendInvalidate:
       m.header = untagged(send_opcode(r), wire::kQueueSend, send_msn_++);
-      if (r.kind == OutboundRequest::Kind::kSendInvalidate) m.header.ulp_reserved = r.invalidate_stag;
+      if (r.kind == OutboundRequest::Kind::kSendInvalidate) {
+        m.header.ulp_reserved = r.invalidate_stag.value();
+      }
       break;
     case OutboundRequest::Kind::kWrite:
-      m.header = tagged(wire::RdmapOpcode::kRdmaWrite, wire::Stag{r.remote_stag},
-                        wire::TaggedOffset{r.remote_offset});
+      m.header = tagged(wire::RdmapOpcode::kRdmaWrite, r.remote_stag, r.remote_offset);
       break;
     case OutboundRequest::Kind::kRead: {
       wire::ReadRequest rr;
-      rr.sink_stag = r.sink_stag;
-      rr.sink_to = r.sink_offset;
+      rr.sink_stag = r.sink_stag.value();
+      rr.sink_to = r.sink_offset.value();
       rr.size = r.length;
-      rr.source_stag = r.remote_stag;
-      rr.source_to = r.remote_offset;
+      rr.source_stag = r.remote_stag.value();
+      rr.source_to = r.remote_offset.value();
       gather_.push_back(read_request_bodies_.encode(rr));
       m.header = untagged(wire::RdmapOpcode::kReadRequest, wire::kQueueReadRequest, read_msn_++);
       m.length = wire::kReadRequestSize;
-      orq_.push(OutboundRead{r.seq, wire::Stag{r.sink_stag}, wire::TaggedOffset{r.sink_offset},
-                             r.length, 0});
+      orq_.push(OutboundRead{r.seq, r.sink_stag, r.sink_offset, r.length, 0});
       break;
     }
   }

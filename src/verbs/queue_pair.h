@@ -96,19 +96,19 @@ class QueuePair final : private proto::RdmapPort {
  private:
   // proto::RdmapPort: forwarded to the protection checks, the inbound receive and the send queue;
   // Terminates and the RTR act on the QP.
-  proto::ScatterResult resolve_write(std::uint32_t stag, std::uint64_t offset,
+  proto::ScatterResult resolve_write(wire::Stag stag, wire::TaggedOffset offset,
                                      std::size_t length) override {
     return protection_.resolve_write(stag, offset, length);
   }
-  proto::ScatterResult resolve_receive(std::uint32_t /*msn*/, std::uint32_t mo, std::size_t length,
-                                       bool first_segment) override {
+  proto::ScatterResult resolve_receive(wire::Msn /*msn*/, wire::MessageOffset mo,
+                                       std::size_t length, bool first_segment) override {
     return receive_.place(mo, length, first_segment);
   }
   std::optional<wire::TerminateCode> receive_complete(const proto::InboundSend& send) override {
     return receive_.complete(send);
   }
   Expected<proto::ReadSource, wire::TerminateCode> resolve_read_source(
-      std::uint32_t stag, std::uint64_t offset, std::uint32_t length) override {
+      wire::Stag stag, wire::TaggedOffset offset, std::uint32_t length) override {
     return protection_.resolve_read_source(stag, offset, length);
   }
   proto::ScatterResult resolve_read_sink(std::uint64_t seq, std::size_t offset,

@@ -214,14 +214,14 @@ TEST(proto_rdmap_receiver, MultiSegmentSendsAndMsnSequence) {
   EXPECT_EQ(rx.d.receives[2].msn, wire::Msn{1});
   EXPECT_EQ(rx.d.receives[2].length, 20u);
   ASSERT_EQ(rx.d.sends.size(), 1u);
-  EXPECT_EQ(rx.d.sends[0].msn, 1u);
+  EXPECT_EQ(rx.d.sends[0].msn, wire::Msn{1});
   EXPECT_EQ(rx.d.sends[0].length, 100u);
   EXPECT_EQ(rx.d.sends[0].opcode, RdmapOpcode::kSend);
   EXPECT_EQ(Bytes(rx.d.recv_mem.begin(), rx.d.recv_mem.begin() + 100), a);
   // The next message is MSN 2 and starts a new receive.
   ASSERT_TRUE(rx.feed(untagged_header(RdmapOpcode::kSend, 0, 2), pattern(7, 4)));
   ASSERT_EQ(rx.d.sends.size(), 2u);
-  EXPECT_EQ(rx.d.sends[1].msn, 2u);
+  EXPECT_EQ(rx.d.sends[1].msn, wire::Msn{2});
   EXPECT_EQ(rx.d.sends[1].length, 7u);
   EXPECT_TRUE(rx.d.receives.back().first);
 }
@@ -237,10 +237,10 @@ TEST(proto_rdmap_receiver, SendVariantsReportOpcodeAndInvalidateStag) {
   }
   ASSERT_EQ(rx.d.sends.size(), 4u);
   EXPECT_EQ(rx.d.sends[1].opcode, RdmapOpcode::kSendInvalidate);
-  EXPECT_EQ(rx.d.sends[1].invalidate_stag, 0xCAFE0001u);
+  EXPECT_EQ(rx.d.sends[1].invalidate_stag, wire::Stag{0xCAFE0001});
   EXPECT_EQ(rx.d.sends[2].opcode, RdmapOpcode::kSendSe);
   EXPECT_EQ(rx.d.sends[3].opcode, RdmapOpcode::kSendSeInvalidate);
-  EXPECT_EQ(rx.d.sends[3].invalidate_stag, 0xCAFE0001u);
+  EXPECT_EQ(rx.d.sends[3].invalidate_stag, wire::Stag{0xCAFE0001});
 }
 
 TEST(proto_rdmap_receiver, ZeroLengthSendConsumesAReceive) {
@@ -614,7 +614,7 @@ TEST(proto_rdmap_receiver, ZeroLengthSendRtr) {
   // It used MSN 1: the first real Send is MSN 2.
   ASSERT_TRUE(rx.feed(untagged_header(RdmapOpcode::kSend, 0, 2), pattern(6, 1)));
   ASSERT_EQ(rx.d.sends.size(), 1u);
-  EXPECT_EQ(rx.d.sends[0].msn, 2u);
+  EXPECT_EQ(rx.d.sends[0].msn, wire::Msn{2});
 }
 
 TEST(proto_rdmap_receiver, SomethingElseWhereTheRtrBelongs) {
