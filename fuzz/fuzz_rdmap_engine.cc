@@ -29,16 +29,17 @@ class Port final : public proto::RdmapPort {
   }
   static std::uint32_t stag(int i) { return 0x100u + static_cast<std::uint32_t>(i); }
 
-  proto::ScatterResult resolve_write(std::uint32_t s, std::uint64_t offset,
+  proto::ScatterResult resolve_write(wire::Stag s, wire::TaggedOffset offset,
                                      std::size_t length) override {
     FUZZ_CHECK(!ended());
-    auto span = find(s, offset, length);
+    auto span = find(s.value(), offset.value(), length);
     if (!span) return Unexpected{wire::term::kDdpTaggedInvalidStag};
     scatter_.assign(1, *span);
     return proto::Scatter(scatter_);
   }
-  proto::ScatterResult resolve_receive(std::uint32_t, std::uint32_t mo, std::size_t length,
+  proto::ScatterResult resolve_receive(wire::Msn, wire::MessageOffset offset, std::size_t length,
                                        bool first) override {
+    const std::uint32_t mo = offset.value();
     FUZZ_CHECK(!ended());
     if (first) {
       if (receives_ == 0) return Unexpected{wire::term::kDdpUntaggedNoBuffer};
@@ -54,9 +55,9 @@ class Port final : public proto::RdmapPort {
     return std::nullopt;
   }
   Expected<proto::ReadSource, wire::TerminateCode> resolve_read_source(
-      std::uint32_t s, std::uint64_t offset, std::uint32_t length) override {
+      wire::Stag s, wire::TaggedOffset offset, std::uint32_t length) override {
     FUZZ_CHECK(!ended());
-    auto span = find(s, offset, length);
+    auto span = find(s.value(), offset.value(), length);
     if (!span) return Unexpected{wire::term::kRdmapInvalidStag};
     return proto::ReadSource{*span, nullptr};
   }
@@ -112,10 +113,10 @@ class Port final : public proto::RdmapPort {
     r.fence = in.ConsumeBool();
     r.solicited = in.ConsumeBool();
     r.length = in.ConsumeIntegralInRange<std::uint32_t>(0, kBufferSize);
-    r.remote_stag = in.ConsumeIntegral<std::uint32_t>();
-    r.remote_offset = in.ConsumeIntegral<std::uint64_t>();
-    r.sink_stag = in.ConsumeIntegralInRange<std::uint32_t>(0x300, 0x302);
-    r.sink_offset = in.ConsumeIntegralInRange<std::uint64_t>(0, 2) * kBase;
+    r.remote_stag = wire::Stag{in.ConsumeIntegral<std::uint32_t>()};
+    r.remote_offset = wire::TaggedOffset{in.ConsumeIntegral<std::uint64_t>()};
+    r.sink_stag = wire::Stag{in.ConsumeIntegralInRange<std::uint32_t>(0x300, 0x302)};
+    r.sink_offset = wire::TaggedOffset{in.ConsumeIntegralInRange<std::uint64_t>(0, 2) * kBase};
     posted_.push_back(r);
   }
   bool ended() const { return received_; }

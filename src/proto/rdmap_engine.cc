@@ -40,11 +40,12 @@ void RdmapEngine::abandon() {
   irq_.clear();
 }
 
-ScatterResult RdmapEngine::resolve_write(std::uint32_t stag, std::uint64_t to, std::size_t length) {
+ScatterResult RdmapEngine::resolve_write(wire::Stag stag, wire::TaggedOffset to,
+                                         std::size_t length) {
   return port_.resolve_write(stag, to, length);
 }
 
-ScatterResult RdmapEngine::resolve_read_response(std::uint32_t stag, std::uint64_t to,
+ScatterResult RdmapEngine::resolve_read_response(wire::Stag stag, wire::TaggedOffset to,
                                                  std::size_t length) {
   const auto target = orq_.match_segment(stag, to, length);
   if (!target) return Unexpected{target.error()};
@@ -61,8 +62,8 @@ std::optional<wire::TerminateCode> RdmapEngine::read_response_complete() {
   return std::nullopt;
 }
 
-ScatterResult RdmapEngine::resolve_receive(std::uint32_t msn, std::uint32_t mo, std::size_t length,
-                                           bool first_segment) {
+ScatterResult RdmapEngine::resolve_receive(wire::Msn msn, wire::MessageOffset mo,
+                                           std::size_t length, bool first_segment) {
   return port_.resolve_receive(msn, mo, length, first_segment);
 }
 
@@ -72,10 +73,11 @@ std::optional<wire::TerminateCode> RdmapEngine::receive_complete(const InboundSe
 
 std::optional<wire::TerminateCode> RdmapEngine::read_request(const wire::ReadRequest& rr) {
   InboundRead in;
-  in.sink_stag = rr.sink_stag;
-  in.sink_offset = rr.sink_to;
+  in.sink_stag = wire::Stag{rr.sink_stag};
+  in.sink_offset = wire::TaggedOffset{rr.sink_to};
   if (rr.size > 0) {
-    auto source = port_.resolve_read_source(rr.source_stag, rr.source_to, rr.size);
+    auto source = port_.resolve_read_source(wire::Stag{rr.source_stag},
+                                            wire::TaggedOffset{rr.source_to}, rr.size);
     if (!source) return source.error();
     in.source = std::move(*source);
   }

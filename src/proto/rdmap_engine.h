@@ -76,11 +76,11 @@ class RdmapEngine final : private RxDelegate {
 
  private:
   // RxDelegate.
-  ScatterResult resolve_write(std::uint32_t stag, std::uint64_t to, std::size_t length) override;
-  ScatterResult resolve_read_response(std::uint32_t stag, std::uint64_t to,
+  ScatterResult resolve_write(wire::Stag stag, wire::TaggedOffset to, std::size_t length) override;
+  ScatterResult resolve_read_response(wire::Stag stag, wire::TaggedOffset to,
                                       std::size_t length) override;
   std::optional<wire::TerminateCode> read_response_complete() override;
-  ScatterResult resolve_receive(std::uint32_t msn, std::uint32_t mo, std::size_t length,
+  ScatterResult resolve_receive(wire::Msn msn, wire::MessageOffset mo, std::size_t length,
                                 bool first_segment) override;
   std::optional<wire::TerminateCode> receive_complete(const InboundSend& send) override;
   std::optional<wire::TerminateCode> read_request(const wire::ReadRequest& request) override;

@@ -12,6 +12,7 @@
 #include "proto/read_queues.h"
 #include "proto/rdmap_receiver.h"
 #include "uwarp/expected.h"
+#include "wire/quantities.h"
 #include "wire/rdmap.h"
 
 namespace uwarp::proto {
@@ -24,11 +25,11 @@ struct OutboundRequest {
   bool solicited = false;       // Sends: the Solicited Event variant
   bool fence = false;           // waits until every earlier RDMA Read has completed
   std::uint32_t length = 0;     // payload bytes (Reads: bytes to read)
-  std::uint32_t remote_stag = 0;     // Write: the sink; Read: the source
-  std::uint64_t remote_offset = 0;   // its Tagged Offset
-  std::uint32_t invalidate_stag = 0;  // kSendInvalidate
-  std::uint32_t sink_stag = 0;       // Read: the local sink advertised to the peer
-  std::uint64_t sink_offset = 0;
+  wire::Stag remote_stag;            // Write: the sink; Read: the source
+  wire::TaggedOffset remote_offset;  // its Tagged Offset
+  wire::Stag invalidate_stag;        // kSendInvalidate
+  wire::Stag sink_stag;              // Read: the local sink advertised to the peer
+  wire::TaggedOffset sink_offset;
 };
 
 // What the engine needs of the verbs layer. Called from inside the engine's calls, on the
@@ -38,16 +39,16 @@ class RdmapPort {
   virtual ~RdmapPort() = default;
 
   // Receive: where a tagged Write's bytes go, or the DDP tagged-buffer error.
-  virtual ScatterResult resolve_write(std::uint32_t stag, std::uint64_t offset,
+  virtual ScatterResult resolve_write(wire::Stag stag, wire::TaggedOffset offset,
                                       std::size_t length) = 0;
   // An untagged Send segment at message offset `mo`: where it goes in the receive buffer the
   // message consumes (the first segment takes the next receive).
-  virtual ScatterResult resolve_receive(std::uint32_t msn, std::uint32_t mo, std::size_t length,
+  virtual ScatterResult resolve_receive(wire::Msn msn, wire::MessageOffset mo, std::size_t length,
                                         bool first_segment) = 0;
   virtual std::optional<wire::TerminateCode> receive_complete(const InboundSend& send) = 0;
   // A Read Request's source [offset, offset + length) of `stag`, checked for remote read.
-  virtual Expected<ReadSource, wire::TerminateCode> resolve_read_source(std::uint32_t stag,
-                                                                        std::uint64_t offset,
+  virtual Expected<ReadSource, wire::TerminateCode> resolve_read_source(wire::Stag stag,
+                                                                        wire::TaggedOffset offset,
                                                                         std::uint32_t length) = 0;
   // Bytes [offset, offset + length) of the sink of outbound Read `seq` (checked by the engine
   // against the sink it advertised); false if the sink cannot hold them.

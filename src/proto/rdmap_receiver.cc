@@ -33,11 +33,13 @@ Placement RdmapReceiver::on_segment_header(const wire::DdpHeader& h, std::size_t
     if (op == RdmapOpcode::kRdmaWrite) {
       segment_ = Segment::kWrite;
       if (payload_length == 0) return Placement::into({});  // zero-length: touches no memory
-      return from(delegate_.resolve_write(h.stag, h.tagged_offset, payload_length));
+      return from(delegate_.resolve_write(wire::Stag{h.stag}, wire::TaggedOffset{h.tagged_offset},
+                                          payload_length));
     }
     if (op == RdmapOpcode::kReadResponse) {
       segment_ = Segment::kReadResponse;
-      return from(delegate_.resolve_read_response(h.stag, h.tagged_offset, payload_length));
+      return from(delegate_.resolve_read_response(
+          wire::Stag{h.stag}, wire::TaggedOffset{h.tagged_offset}, payload_length));
     }
     return Placement::reject(term::kRdmapUnexpectedOpcode);
   }
@@ -65,7 +67,7 @@ Placement RdmapReceiver::on_rtr_header(const wire::DdpHeader& h, std::size_t pay
       break;
     case RtrType::kSend:
       match = match && !h.tagged && op == RdmapOpcode::kSend && h.queue == wire::kQueueSend &&
-              h.msn == expected_msn_[wire::kQueueSend];
+              wire::Msn{h.msn} == expected_msn_[wire::kQueueSend];
       break;
     case RtrType::kRead:
       // A Read Request whose body says "zero bytes" (checked when the body is in); it is
@@ -85,12 +87,17 @@ Placement RdmapReceiver::on_rtr_header(const wire::DdpHeader& h, std::size_t pay
 }
 
 Placement RdmapReceiver::on_send_header(const wire::DdpHeader& h, std::size_t payload_length) {
-  const std::uint32_t expected = expected_msn_[wire::kQueueSend];
-  if (h.msn != expected) return Placement::reject(term::kDdpUntaggedInvalidMsn);
+  const wire::Msn msn{h.msn};
+  if (msn != expected_msn_[wire::kQueueSend]) {
+    return Placement::reject(term::kDdpUntaggedInvalidMsn);
+  }
   const bool first = !send_in_progress_;
-  if (h.message_offset != (first ? 0u : send_placed_)) return Placement::reject(term::kDdpUntaggedInvalidMo);
+  const wire::MessageOffset mo{h.message_offset};
+  if (mo != (first ? wire::MessageOffset{0} : send_placed_)) {
+    return Placement::reject(term::kDdpUntaggedInvalidMo);
+  }
   segment_ = Segment::kSend;
-  auto r = delegate_.resolve_receive(h.msn, h.message_offset, payload_length, first);
+  auto r = delegate_.resolve_receive(msn, mo, payload_length, first);
   if (!r) return Placement::reject(r.error());
   send_in_progress_ = true;
   return Placement::into(*r);
@@ -98,7 +105,9 @@ Placement RdmapReceiver::on_send_header(const wire::DdpHeader& h, std::size_t pa
 
 Placement RdmapReceiver::on_queue_message_header(const wire::DdpHeader& h, std::size_t payload_length,
                                                  std::uint32_t queue, std::size_t exact_length) {
-  if (h.msn != expected_msn_[queue]) return Placement::reject(term::kDdpUntaggedInvalidMsn);
+  if (wire::Msn{h.msn} != expected_msn_[queue]) {
+    return Placement::reject(term::kDdpUntaggedInvalidMsn);
+  }
   if (h.message_offset != 0) return Placement::reject(term::kDdpUntaggedInvalidMo);
   // Both messages are short and must come whole, in one segment.
   if (!h.last) return Placement::reject(term::kDdpUntaggedTooLong);
@@ -135,15 +144,15 @@ std::optional<wire::TerminateCode> RdmapReceiver::on_segment_end(ConstByteSpan b
 }
 
 std::optional<wire::TerminateCode> RdmapReceiver::end_send_segment() {
-  send_placed_ += static_cast<std::uint32_t>(payload_length_);
+  send_placed_ = send_placed_ + static_cast<std::uint32_t>(payload_length_);
   if (!header_.last) return std::nullopt;
   InboundSend s;
-  s.msn = header_.msn;
-  s.length = send_placed_;
+  s.msn = wire::Msn{header_.msn};
+  s.length = send_placed_.value();
   s.opcode = static_cast<RdmapOpcode>(header_.opcode);
-  s.invalidate_stag = header_.ulp_reserved;
+  s.invalidate_stag = wire::Stag{header_.ulp_reserved};
   send_in_progress_ = false;
-  send_placed_ = 0;
+  send_placed_ = wire::MessageOffset{0};
   ++expected_msn_[wire::kQueueSend];
   return delegate_.receive_complete(s);
 }

@@ -13,6 +13,7 @@
 #include "uwarp/expected.h"
 #include "proto/fpdu_reader.h"
 #include "proto/rtr.h"
+#include "wire/quantities.h"
 #include "wire/rdmap.h"
 
 namespace uwarp::proto {
@@ -22,10 +23,10 @@ using ScatterResult = Expected<Scatter, wire::TerminateCode>;
 
 // A completed inbound Send, for the receive completion.
 struct InboundSend {
-  std::uint32_t msn = 0;
+  wire::Msn msn;
   std::uint32_t length = 0;
   wire::RdmapOpcode opcode = wire::RdmapOpcode::kSend;
-  std::uint32_t invalidate_stag = 0;  // valid for the "with Invalidate" opcodes
+  wire::Stag invalidate_stag;  // valid for the "with Invalidate" opcodes
 };
 
 class RxDelegate {
@@ -33,14 +34,16 @@ class RxDelegate {
   virtual ~RxDelegate() = default;
   // Tagged RDMA Write of [to, to + length) in `stag`: where it goes, or the DDP tagged-buffer
   // error of the Terminate table.
-  virtual ScatterResult resolve_write(std::uint32_t stag, std::uint64_t to, std::size_t length) = 0;
+  virtual ScatterResult resolve_write(wire::Stag stag, wire::TaggedOffset to,
+                                      std::size_t length) = 0;
   // Tagged Read Response segment for the oldest outstanding RDMA Read.
-  virtual ScatterResult resolve_read_response(std::uint32_t stag, std::uint64_t to, std::size_t length) = 0;
+  virtual ScatterResult resolve_read_response(wire::Stag stag, wire::TaggedOffset to,
+                                              std::size_t length) = 0;
   // The last segment of a Read Response was placed: the oldest outstanding Read is complete.
   virtual std::optional<wire::TerminateCode> read_response_complete() = 0;
   // An untagged Send segment at message offset `mo` of message `msn`: where it goes in the
   // receive buffer that message consumes (the first segment of a message claims one).
-  virtual ScatterResult resolve_receive(std::uint32_t msn, std::uint32_t mo, std::size_t length,
+  virtual ScatterResult resolve_receive(wire::Msn msn, wire::MessageOffset mo, std::size_t length,
                                         bool first_segment) = 0;
   virtual std::optional<wire::TerminateCode> receive_complete(const InboundSend& send) = 0;
   // A valid Read Request within IRD: validate the source and queue the Read Response.
@@ -86,10 +89,11 @@ class RdmapReceiver final : public FpduSink {
   bool terminated_ = false;
 
   // Per untagged queue: next expected MSN (RFC 5041 section 5.3: starts at 1).
-  std::uint32_t expected_msn_[3] = {1, 1, 1};
-  // Send queue: the message in progress and bytes already placed.
+  wire::Msn expected_msn_[3] = {wire::kInitialMsn, wire::kInitialMsn, wire::kInitialMsn};
+  // Send queue: the message in progress and bytes already placed (the MO its next segment
+  // carries).
   bool send_in_progress_ = false;
-  std::uint32_t send_placed_ = 0;
+  wire::MessageOffset send_placed_;
 
   // What the segment being received is, for on_segment_end.
   enum class Segment : std::uint8_t {

@@ -17,21 +17,21 @@ constexpr std::uint64_t cookie_seq(std::uint64_t c) {
   return c & ((std::uint64_t{1} << kKindShift) - 1);
 }
 
-wire::DdpHeader untagged(wire::RdmapOpcode op, std::uint32_t queue, std::uint32_t msn) {
+wire::DdpHeader untagged(wire::RdmapOpcode op, std::uint32_t queue, wire::Msn msn) {
   wire::DdpHeader h;
   h.tagged = false;
   h.opcode = static_cast<std::uint8_t>(op);
   h.queue = queue;
-  h.msn = msn;
+  h.msn = msn.value();
   return h;
 }
 
-wire::DdpHeader tagged(wire::RdmapOpcode op, std::uint32_t stag, std::uint64_t to) {
+wire::DdpHeader tagged(wire::RdmapOpcode op, wire::Stag stag, wire::TaggedOffset to) {
   wire::DdpHeader h;
   h.tagged = true;
   h.opcode = static_cast<std::uint8_t>(op);
-  h.stag = stag;
-  h.tagged_offset = to;
+  h.stag = stag.value();
+  h.tagged_offset = to.value();
   return h;
 }
 
@@ -100,7 +100,7 @@ bool RdmapTransmitter::next_terminate(Message& m) {
 bool RdmapTransmitter::next_rtr(Message& m) {
   switch (send_rtr_) {
     case RtrType::kWrite:
-      m.header = tagged(wire::RdmapOpcode::kRdmaWrite, kRtrStag, 0);
+      m.header = tagged(wire::RdmapOpcode::kRdmaWrite, wire::Stag{kRtrStag}, wire::TaggedOffset{0});
       break;
     case RtrType::kRead: {
       wire::ReadRequest rr;
@@ -123,7 +123,7 @@ bool RdmapTransmitter::next_rtr(Message& m) {
 
 bool RdmapTransmitter::next_nudge(Message& m) {
   nudge_pending_ = false;
-  m.header = tagged(wire::RdmapOpcode::kRdmaWrite, kRtrStag, 0);
+  m.header = tagged(wire::RdmapOpcode::kRdmaWrite, wire::Stag{kRtrStag}, wire::TaggedOffset{0});
   m.gather = gather_;
   m.cookie = make_cookie(CookieKind::kRtr);
   return true;
@@ -151,18 +151,20 @@ bool RdmapTransmitter::next_request(Message& m) {
     case OutboundRequest::Kind::kSend:
     case OutboundRequest::Kind::kSendInvalidate:
       m.header = untagged(send_opcode(r), wire::kQueueSend, send_msn_++);
-      if (r.kind == OutboundRequest::Kind::kSendInvalidate) m.header.ulp_reserved = r.invalidate_stag;
+      if (r.kind == OutboundRequest::Kind::kSendInvalidate) {
+        m.header.ulp_reserved = r.invalidate_stag.value();
+      }
       break;
     case OutboundRequest::Kind::kWrite:
       m.header = tagged(wire::RdmapOpcode::kRdmaWrite, r.remote_stag, r.remote_offset);
       break;
     case OutboundRequest::Kind::kRead: {
       wire::ReadRequest rr;
-      rr.sink_stag = r.sink_stag;
-      rr.sink_to = r.sink_offset;
+      rr.sink_stag = r.sink_stag.value();
+      rr.sink_to = r.sink_offset.value();
       rr.size = r.length;
-      rr.source_stag = r.remote_stag;
-      rr.source_to = r.remote_offset;
+      rr.source_stag = r.remote_stag.value();
+      rr.source_to = r.remote_offset.value();
       gather_.push_back(read_request_bodies_.encode(rr));
       m.header = untagged(wire::RdmapOpcode::kReadRequest, wire::kQueueReadRequest, read_msn_++);
       m.length = wire::kReadRequestSize;

@@ -18,6 +18,7 @@
 #include "proto/read_request_bodies.h"
 #include "proto/rtr.h"
 #include "proto/tx_batch.h"
+#include "wire/quantities.h"
 
 namespace uwarp::proto {
 
@@ -79,10 +80,10 @@ class RdmapTransmitter {
   bool awaiting_rtr_;  // responder: no transmission before the peer's RTR
   bool nudge_pending_ = false;
 
-  // MSNs of the three untagged queues.
-  std::uint32_t send_msn_ = 1;
-  std::uint32_t read_msn_ = 1;
-  std::uint32_t term_msn_ = 1;
+  // The next MSN of each of the three untagged queues.
+  wire::Msn send_msn_ = wire::kInitialMsn;
+  wire::Msn read_msn_ = wire::kInitialMsn;
+  wire::Msn term_msn_ = wire::kInitialMsn;
 
   // The message being segmented and its gather list.
   MessageSegmenter segmenter_;

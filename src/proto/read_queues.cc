@@ -10,7 +10,7 @@ constexpr ReadResponseTarget kRtrRead{true, 0, 0};
 }  // namespace
 
 Expected<ReadResponseTarget, wire::TerminateCode> OutboundReadQueue::match_segment(
-    std::uint32_t stag, std::uint64_t to, std::size_t length) const {
+    wire::Stag stag, wire::TaggedOffset to, std::size_t length) const {
   if (rtr_read_pending_) {
     // The answer to our own zero-length RTR Read.
     if (length != 0) return Unexpected{term::kDdpTaggedBaseBounds};

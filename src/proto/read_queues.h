@@ -17,6 +17,7 @@
 
 #include "base/bytes.h"
 #include "uwarp/expected.h"
+#include "wire/quantities.h"
 #include "wire/rdmap.h"
 
 namespace uwarp::proto {
@@ -24,8 +25,8 @@ namespace uwarp::proto {
 // An RDMA Read whose Read Request was sent: the local sink the peer writes its response to.
 struct OutboundRead {
   std::uint64_t seq = 0;  // the port's name for the work request
-  std::uint32_t sink_stag = 0;
-  std::uint64_t sink_offset = 0;
+  wire::Stag sink_stag;
+  wire::TaggedOffset sink_offset;
   std::uint32_t length = 0;
   std::uint32_t placed = 0;  // response bytes placed so far
 };
@@ -54,8 +55,8 @@ class OutboundReadQueue {
 
   // Receive: a Read Response segment for [to, to + length) of `stag`: the oldest Read's, if it
   // lies in the sink that Read advertised; else the DDP tagged-buffer error.
-  Expected<ReadResponseTarget, wire::TerminateCode> match_segment(std::uint32_t stag,
-                                                                  std::uint64_t to,
+  Expected<ReadResponseTarget, wire::TerminateCode> match_segment(wire::Stag stag,
+                                                                  wire::TaggedOffset to,
                                                                   std::size_t length) const;
   // The port placed `length` bytes of the segment match_segment() matched to the oldest Read.
   void placed(std::size_t length) { reads_.front().placed += static_cast<std::uint32_t>(length); }
@@ -81,8 +82,8 @@ struct ReadSource {
 
 // A Read Request of the peer: where its response goes and what it reads.
 struct InboundRead {
-  std::uint32_t sink_stag = 0;
-  std::uint64_t sink_offset = 0;
+  wire::Stag sink_stag;
+  wire::TaggedOffset sink_offset;
   ReadSource source;
 };
 

@@ -49,7 +49,7 @@ std::optional<wire::TerminateCode> InboundReceive::complete(const proto::Inbound
       return term::kRdmapCannotInvalidateProtection;
     }
     wc.flags |= wc_flags::kWithInvalidate;
-    wc.invalidated_rkey = send.invalidate_stag;
+    wc.invalidated_rkey = send.invalidate_stag.value();
   }
   reporter_.recv_completion(wc, solicited);
   return std::nullopt;

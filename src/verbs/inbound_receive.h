@@ -30,12 +30,14 @@ class InboundReceive {
                  QpReporter& reporter);
 
   // Where `length` bytes at message offset `mo` go; the first segment takes the next receive.
-  proto::ScatterResult place(std::uint32_t mo, std::size_t length, bool first_segment) {
+  proto::ScatterResult place(wire::MessageOffset mo, std::size_t length, bool first_segment) {
     if (first_segment) {
       if (auto refused = begin()) return Unexpected{*refused};
     }
     if (!active_) return Unexpected{wire::term::kDdpUntaggedNoBuffer};
-    if (mo + length > capacity_ || !slice(spans_, mo, length, scatter_)) return too_long();
+    if (mo.value() + length > capacity_ || !slice(spans_, mo.value(), length, scatter_)) {
+      return too_long();
+    }
     return proto::Scatter(scatter_);
   }
   // The whole message has been placed: completes the receive (the Terminate, if the peer may not

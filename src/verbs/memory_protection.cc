@@ -28,16 +28,16 @@ bool MemoryProtection::resolve_local(const std::vector<Sge>& sges, std::uint32_t
 }
 
 Expected<proto::ReadSource, wire::TerminateCode> MemoryProtection::resolve_read_source(
-    std::uint32_t stag, std::uint64_t offset, std::uint32_t length) {
-  MemoryRegionRef mr = stags_.find(stag);
+    wire::Stag stag, wire::TaggedOffset offset, std::uint32_t length) {
+  MemoryRegionRef mr = stags_.find(stag.value());
   if (!mr) return Unexpected{term::kRdmapInvalidStag};
-  auto r = mr->resolve(pd_, offset, length, access::kRemoteRead);
+  auto r = mr->resolve(pd_, offset.value(), length, access::kRemoteRead);
   if (!r) return Unexpected{read_source_error(r.error())};
   return proto::ReadSource{*r, std::move(mr)};
 }
 
-bool MemoryProtection::invalidate_remote(std::uint32_t stag) {
-  MemoryRegionRef mr = stags_.find(stag);
+bool MemoryProtection::invalidate_remote(wire::Stag stag) {
+  MemoryRegionRef mr = stags_.find(stag.value());
   if (!mr || mr->pd != pd_) return false;
   mr->valid.store(false, std::memory_order_release);
   return true;

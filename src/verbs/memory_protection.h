@@ -44,17 +44,17 @@ class MemoryProtection {
   bool resolve_local(const std::vector<Sge>& sges, std::uint32_t needed,
                      std::vector<ByteSpan>& spans, std::vector<MemoryRegionRef>& keep);
   // An inbound Write's segment: [to, to + length) of `stag`, checked for remote write.
-  proto::ScatterResult resolve_write(std::uint32_t stag, std::uint64_t to, std::size_t length) {
+  proto::ScatterResult resolve_write(wire::Stag stag, wire::TaggedOffset to, std::size_t length) {
     // The segments of one Write all name its STag.
-    if (!find_region(write_mr_, stag)) return Unexpected{wire::term::kDdpTaggedInvalidStag};
-    auto r = write_mr_->resolve(pd_, to, length, access::kRemoteWrite);
+    if (!find_region(write_mr_, stag.value())) return Unexpected{wire::term::kDdpTaggedInvalidStag};
+    auto r = write_mr_->resolve(pd_, to.value(), length, access::kRemoteWrite);
     if (!r) return Unexpected{write_error(r.error())};
     scatter_.assign(1, *r);
     return proto::Scatter(scatter_);
   }
   // An inbound Read Request's source, checked for remote read.
-  Expected<proto::ReadSource, wire::TerminateCode> resolve_read_source(std::uint32_t stag,
-                                                                       std::uint64_t offset,
+  Expected<proto::ReadSource, wire::TerminateCode> resolve_read_source(wire::Stag stag,
+                                                                       wire::TaggedOffset offset,
                                                                        std::uint32_t length);
   // Bytes [offset, offset + length) of an outbound Read's sink (its resolved local memory, or
   // null if the Read is no longer queued).
@@ -66,7 +66,7 @@ class MemoryProtection {
     return proto::Scatter(scatter_);
   }
   // A Send with Invalidate: invalidates `stag` if it names a region of this PD; false if not.
-  bool invalidate_remote(std::uint32_t stag);
+  bool invalidate_remote(wire::Stag stag);
 
  private:
   // The region `stag` names, reusing `last` while it names the same STag and stays valid. Null

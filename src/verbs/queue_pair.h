@@ -31,8 +31,8 @@
 #include "verbs/protection_domain.h"
 #include "verbs/qp_config.h"
 #include "verbs/qp_link.h"
-#include "verbs/qp_state.h"
 #include "verbs/qp_reporter.h"
+#include "verbs/qp_state.h"
 #include "verbs/receive_queue.h"
 #include "verbs/remote_terminate.h"
 #include "verbs/send_queue.h"
@@ -108,12 +108,13 @@ class QueuePair final : private proto::RdmapPort {
  private:
   // proto::RdmapPort: forwarded to the protection checks, the inbound receive and the send queue;
   // Terminates and the RTR act on the QP.
-  proto::ScatterResult resolve_write(std::uint32_t stag, std::uint64_t offset,
+  proto::ScatterResult resolve_write(wire::Stag stag, wire::TaggedOffset offset,
                                      std::size_t length) override REQUIRES(mu_) {
     return protection_.resolve_write(stag, offset, length);
   }
-  proto::ScatterResult resolve_receive(std::uint32_t /*msn*/, std::uint32_t mo, std::size_t length,
-                                       bool first_segment) override REQUIRES(mu_) {
+  proto::ScatterResult resolve_receive(wire::Msn /*msn*/, wire::MessageOffset mo,
+                                       std::size_t length, bool first_segment) override
+      REQUIRES(mu_) {
     return receive_.place(mo, length, first_segment);
   }
   std::optional<wire::TerminateCode> receive_complete(const proto::InboundSend& send) override
@@ -121,7 +122,7 @@ class QueuePair final : private proto::RdmapPort {
     return receive_.complete(send);
   }
   Expected<proto::ReadSource, wire::TerminateCode> resolve_read_source(
-      std::uint32_t stag, std::uint64_t offset, std::uint32_t length) override REQUIRES(mu_) {
+      wire::Stag stag, wire::TaggedOffset offset, std::uint32_t length) override REQUIRES(mu_) {
     return protection_.resolve_read_source(stag, offset, length);
   }
   proto::ScatterResult resolve_read_sink(std::uint64_t seq, std::size_t offset,

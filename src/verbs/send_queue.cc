@@ -100,13 +100,13 @@ bool SendQueue::start(proto::OutboundRequest& r, std::vector<ConstByteSpan>& pay
   }
   r.solicited = (e.flags & send_flags::kSolicited) != 0;
   r.length = e.length;
-  r.remote_stag = e.rkey;
-  r.remote_offset = e.remote_addr;
-  r.invalidate_stag = e.invalidate_rkey;
+  r.remote_stag = wire::Stag{e.rkey};
+  r.remote_offset = wire::TaggedOffset{e.remote_addr};
+  r.invalidate_stag = wire::Stag{e.invalidate_rkey};
   // A Read's sink is advertised as the first SGE's STag and address; a multi-SGE sink is
   // scattered locally by offset (read_sink), so the peer sees one tagged buffer.
-  r.sink_stag = e.sges.empty() ? 0 : e.sges.front().lkey;
-  r.sink_offset = e.sges.empty() ? 0 : e.sges.front().addr;
+  r.sink_stag = wire::Stag{e.sges.empty() ? 0 : e.sges.front().lkey};
+  r.sink_offset = wire::TaggedOffset{e.sges.empty() ? 0 : e.sges.front().addr};
   e.phase = Phase::kInFlight;
   ++next_;
   return true;

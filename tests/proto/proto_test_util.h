@@ -18,6 +18,7 @@
 #include "proto/mpa_negotiator.h"
 #include "proto/rtr.h"
 #include "proto/tx_batch.h"
+#include "support/quantity_printers.h"
 #include "wire/ddp.h"
 #include "wire/fpdu.h"
 #include "wire/rdmap.h"

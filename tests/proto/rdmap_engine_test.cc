@@ -65,8 +65,8 @@ class FakePort final : public RdmapPort {
   }
   void post_write(Bytes payload, std::uint32_t stag, std::uint64_t to) {
     post(OutboundRequest::Kind::kWrite, std::move(payload));
-    sq.back().request.remote_stag = stag;
-    sq.back().request.remote_offset = to;
+    sq.back().request.remote_stag = wire::Stag{stag};
+    sq.back().request.remote_offset = wire::TaggedOffset{to};
   }
   void post_read(Bytes* sink, std::uint32_t sink_stag, std::uint32_t stag, std::uint64_t to,
                  bool fence = false) {
@@ -74,14 +74,15 @@ class FakePort final : public RdmapPort {
     Posted& p = sq.back();
     p.sink = sink;
     p.request.length = static_cast<std::uint32_t>(sink->size());
-    p.request.remote_stag = stag;
-    p.request.remote_offset = to;
-    p.request.sink_stag = sink_stag;
-    p.request.sink_offset = 0;
+    p.request.remote_stag = wire::Stag{stag};
+    p.request.remote_offset = wire::TaggedOffset{to};
+    p.request.sink_stag = wire::Stag{sink_stag};
+    p.request.sink_offset = wire::TaggedOffset{0};
   }
 
-  ScatterResult resolve_write(std::uint32_t stag, std::uint64_t offset, std::size_t length) override {
-    auto it = buffers.find(stag);
+  ScatterResult resolve_write(wire::Stag stag, wire::TaggedOffset to, std::size_t length) override {
+    const std::uint64_t offset = to.value();
+    auto it = buffers.find(stag.value());
     if (it == buffers.end() || !it->second.remote_write) return Unexpected{term::kDdpTaggedInvalidStag};
     Buffer& b = it->second;
     if (offset < b.base || offset - b.base + length > b.bytes.size()) {
@@ -90,8 +91,9 @@ class FakePort final : public RdmapPort {
     scatter_.assign(1, ByteSpan(b.bytes).subspan(offset - b.base, length));
     return Scatter(scatter_);
   }
-  ScatterResult resolve_receive(std::uint32_t, std::uint32_t mo, std::size_t length,
+  ScatterResult resolve_receive(wire::Msn, wire::MessageOffset offset, std::size_t length,
                                 bool first_segment) override {
+    const std::uint32_t mo = offset.value();
     if (first_segment) {
       if (receives.empty()) return Unexpected{term::kDdpUntaggedNoBuffer};
       active_ = std::move(receives.front());
@@ -107,10 +109,11 @@ class FakePort final : public RdmapPort {
     sends.push_back(send);
     return std::nullopt;
   }
-  Expected<ReadSource, wire::TerminateCode> resolve_read_source(std::uint32_t stag,
-                                                                std::uint64_t offset,
+  Expected<ReadSource, wire::TerminateCode> resolve_read_source(wire::Stag stag,
+                                                                wire::TaggedOffset to,
                                                                 std::uint32_t length) override {
-    auto it = buffers.find(stag);
+    const std::uint64_t offset = to.value();
+    auto it = buffers.find(stag.value());
     if (it == buffers.end()) return Unexpected{term::kRdmapInvalidStag};
     if (!it->second.remote_read) return Unexpected{term::kRdmapAccessRights};
     const Buffer& b = it->second;
@@ -236,7 +239,7 @@ TEST_P(EngineSplits, SendWriteAndReadArriveWholeInAnySplit) {
 
   ASSERT_EQ(b.port.received.size(), 1u);
   EXPECT_EQ(b.port.received[0], send);
-  EXPECT_EQ(b.port.sends[0].msn, 1u);
+  EXPECT_EQ(b.port.sends[0].msn, wire::kInitialMsn);
   EXPECT_EQ(b.port.buffers[0x100].bytes, write);
   EXPECT_EQ(sink, b.port.buffers[0x200].bytes);
   EXPECT_EQ(a.port.sent, (std::vector<std::uint64_t>{1, 2, 3}));

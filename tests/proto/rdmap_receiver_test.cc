@@ -30,13 +30,13 @@ constexpr std::uint64_t kSinkBase = 0x20000;
 class FakeDelegate final : public RxDelegate {
  public:
   struct Call {
-    std::uint32_t stag = 0;
-    std::uint64_t to = 0;
+    wire::Stag stag;
+    wire::TaggedOffset to;
     std::size_t length = 0;
   };
   struct RecvCall {
-    std::uint32_t msn = 0;
-    std::uint32_t mo = 0;
+    wire::Msn msn;
+    wire::MessageOffset mo;
     std::size_t length = 0;
     bool first = false;
   };
@@ -63,31 +63,32 @@ class FakeDelegate final : public RxDelegate {
   std::optional<wire::TerminateCode> fail_write, fail_read_response, fail_read_response_complete,
       fail_receive, fail_receive_complete, fail_read_request;
 
-  ScatterResult resolve_write(std::uint32_t stag, std::uint64_t to, std::size_t length) override {
+  ScatterResult resolve_write(wire::Stag stag, wire::TaggedOffset to,
+                              std::size_t length) override {
     writes.push_back({stag, to, length});
     if (fail_write) return Unexpected{*fail_write};
-    span_[0] = ByteSpan(write_mem).subspan(to - kWriteBase, length);
+    span_[0] = ByteSpan(write_mem).subspan(to - wire::TaggedOffset{kWriteBase}, length);
     return Scatter(span_, 1);
   }
-  ScatterResult resolve_read_response(std::uint32_t stag, std::uint64_t to,
+  ScatterResult resolve_read_response(wire::Stag stag, wire::TaggedOffset to,
                                       std::size_t length) override {
     read_responses.push_back({stag, to, length});
     if (fail_read_response) return Unexpected{*fail_read_response};
-    span_[0] = ByteSpan(sink_mem).subspan(to - kSinkBase, length);
+    span_[0] = ByteSpan(sink_mem).subspan(to - wire::TaggedOffset{kSinkBase}, length);
     return Scatter(span_, 1);
   }
   std::optional<wire::TerminateCode> read_response_complete() override {
     ++read_responses_complete;
     return fail_read_response_complete;
   }
-  ScatterResult resolve_receive(std::uint32_t msn, std::uint32_t mo, std::size_t length,
+  ScatterResult resolve_receive(wire::Msn msn, wire::MessageOffset mo, std::size_t length,
                                 bool first) override {
     receives.push_back({msn, mo, length, first});
     if (fail_receive) return Unexpected{*fail_receive};
     // Two pieces, to exercise the scatter list.
     const std::size_t half = length / 2;
-    span_[0] = ByteSpan(recv_mem).subspan(mo, half);
-    span_[1] = ByteSpan(recv_mem).subspan(mo + half, length - half);
+    span_[0] = ByteSpan(recv_mem).subspan(mo.value(), half);
+    span_[1] = ByteSpan(recv_mem).subspan(mo.value() + half, length - half);
     return Scatter(span_, 2);
   }
   std::optional<wire::TerminateCode> receive_complete(const InboundSend& send) override {
@@ -165,8 +166,8 @@ TEST(proto_rdmap_receiver, WriteIsPlacedAtItsTaggedOffsetSegmentBySegment) {
   ASSERT_TRUE(rx.feed(tagged_header(RdmapOpcode::kRdmaWrite, 0xAB01, kWriteBase + 100 + 2856),
                       ConstByteSpan(data).subspan(2856)));
   ASSERT_EQ(rx.d.writes.size(), 3u);
-  EXPECT_EQ(rx.d.writes[0].stag, 0xAB01u);
-  EXPECT_EQ(rx.d.writes[1].to, kWriteBase + 100 + 1428);
+  EXPECT_EQ(rx.d.writes[0].stag, wire::Stag{0xAB01});
+  EXPECT_EQ(rx.d.writes[1].to, wire::TaggedOffset{kWriteBase + 100 + 1428});
   EXPECT_EQ(rx.d.writes[2].length, 3000u - 2856);
   EXPECT_EQ(Bytes(rx.d.write_mem.begin() + 100, rx.d.write_mem.begin() + 3100), data);
   EXPECT_EQ(rx.d.write_mem[99], 0);
@@ -190,7 +191,7 @@ TEST(proto_rdmap_receiver, ReadResponseCompletesOnItsLastSegment) {
                       ConstByteSpan(data).subspan(1500)));
   EXPECT_EQ(rx.d.read_responses_complete, 1);
   ASSERT_EQ(rx.d.read_responses.size(), 2u);
-  EXPECT_EQ(rx.d.read_responses[1].to, kSinkBase + 1500);
+  EXPECT_EQ(rx.d.read_responses[1].to, wire::TaggedOffset{kSinkBase + 1500});
   EXPECT_EQ(Bytes(rx.d.sink_mem.begin(), rx.d.sink_mem.begin() + 2000), data);
 }
 
@@ -208,18 +209,19 @@ TEST(proto_rdmap_receiver, MultiSegmentSendsAndMsnSequence) {
   EXPECT_TRUE(rx.d.receives[0].first);
   EXPECT_FALSE(rx.d.receives[1].first);
   EXPECT_FALSE(rx.d.receives[2].first);
-  EXPECT_EQ(rx.d.receives[1].mo, 30u);
-  EXPECT_EQ(rx.d.receives[2].mo, 80u);
+  EXPECT_EQ(rx.d.receives[1].mo, wire::MessageOffset{30});
+  EXPECT_EQ(rx.d.receives[2].mo, wire::MessageOffset{80});
+  EXPECT_EQ(rx.d.receives[2].msn, wire::Msn{1});
   EXPECT_EQ(rx.d.receives[2].length, 20u);
   ASSERT_EQ(rx.d.sends.size(), 1u);
-  EXPECT_EQ(rx.d.sends[0].msn, 1u);
+  EXPECT_EQ(rx.d.sends[0].msn, wire::Msn{1});
   EXPECT_EQ(rx.d.sends[0].length, 100u);
   EXPECT_EQ(rx.d.sends[0].opcode, RdmapOpcode::kSend);
   EXPECT_EQ(Bytes(rx.d.recv_mem.begin(), rx.d.recv_mem.begin() + 100), a);
   // The next message is MSN 2 and starts a new receive.
   ASSERT_TRUE(rx.feed(untagged_header(RdmapOpcode::kSend, 0, 2), pattern(7, 4)));
   ASSERT_EQ(rx.d.sends.size(), 2u);
-  EXPECT_EQ(rx.d.sends[1].msn, 2u);
+  EXPECT_EQ(rx.d.sends[1].msn, wire::Msn{2});
   EXPECT_EQ(rx.d.sends[1].length, 7u);
   EXPECT_TRUE(rx.d.receives.back().first);
 }
@@ -235,10 +237,10 @@ TEST(proto_rdmap_receiver, SendVariantsReportOpcodeAndInvalidateStag) {
   }
   ASSERT_EQ(rx.d.sends.size(), 4u);
   EXPECT_EQ(rx.d.sends[1].opcode, RdmapOpcode::kSendInvalidate);
-  EXPECT_EQ(rx.d.sends[1].invalidate_stag, 0xCAFE0001u);
+  EXPECT_EQ(rx.d.sends[1].invalidate_stag, wire::Stag{0xCAFE0001});
   EXPECT_EQ(rx.d.sends[2].opcode, RdmapOpcode::kSendSe);
   EXPECT_EQ(rx.d.sends[3].opcode, RdmapOpcode::kSendSeInvalidate);
-  EXPECT_EQ(rx.d.sends[3].invalidate_stag, 0xCAFE0001u);
+  EXPECT_EQ(rx.d.sends[3].invalidate_stag, wire::Stag{0xCAFE0001});
 }
 
 TEST(proto_rdmap_receiver, ZeroLengthSendConsumesAReceive) {
@@ -612,7 +614,7 @@ TEST(proto_rdmap_receiver, ZeroLengthSendRtr) {
   // It used MSN 1: the first real Send is MSN 2.
   ASSERT_TRUE(rx.feed(untagged_header(RdmapOpcode::kSend, 0, 2), pattern(6, 1)));
   ASSERT_EQ(rx.d.sends.size(), 1u);
-  EXPECT_EQ(rx.d.sends[0].msn, 2u);
+  EXPECT_EQ(rx.d.sends[0].msn, wire::Msn{2});
 }
 
 TEST(proto_rdmap_receiver, SomethingElseWhereTheRtrBelongs) {

@@ -13,11 +13,13 @@
 namespace uwarp::proto {
 namespace {
 
+using wire::Stag;
+using wire::TaggedOffset;
 namespace term = wire::term;
 
 OutboundRead read(std::uint64_t seq, std::uint32_t sink_stag, std::uint64_t sink_offset,
                   std::uint32_t length) {
-  return OutboundRead{seq, sink_stag, sink_offset, length, 0};
+  return OutboundRead{seq, Stag{sink_stag}, TaggedOffset{sink_offset}, length, 0};
 }
 
 TEST(proto_read_queues, AFenceWaitsForEveryOutstandingRead) {
@@ -52,12 +54,12 @@ TEST(proto_read_queues, ASegmentIsPlacedInTheOldestReadsSink) {
   OutboundReadQueue orq(4);
   orq.push(read(7, 0x10, 0x1000, 100));
   orq.push(read(8, 0x11, 0, 100));
-  auto target = orq.match_segment(0x10, 0x1040, 36);
+  auto target = orq.match_segment(Stag{0x10}, TaggedOffset{0x1040}, 36);
   ASSERT_TRUE(target);
   EXPECT_FALSE(target->rtr);
   EXPECT_EQ(target->seq, 7u);
   EXPECT_EQ(target->offset, 0x40u);
-  auto second = orq.match_segment(0x11, 0, 8);
+  auto second = orq.match_segment(Stag{0x11}, TaggedOffset{0}, 8);
   ASSERT_FALSE(second) << "responses come in Read order";
   EXPECT_EQ(second.error(), term::kDdpTaggedInvalidStag);
 }
@@ -65,18 +67,19 @@ TEST(proto_read_queues, ASegmentIsPlacedInTheOldestReadsSink) {
 TEST(proto_read_queues, ASegmentOutsideTheAdvertisedSinkIsABoundsError) {
   OutboundReadQueue orq(4);
   orq.push(read(1, 0x10, 0x1000, 100));
-  auto before = orq.match_segment(0x10, 0xFFF, 1);
+  auto before = orq.match_segment(Stag{0x10}, TaggedOffset{0xFFF}, 1);
   ASSERT_FALSE(before);
   EXPECT_EQ(before.error(), term::kDdpTaggedBaseBounds);
-  auto past = orq.match_segment(0x10, 0x1000 + 60, 41);
+  auto past = orq.match_segment(Stag{0x10}, TaggedOffset{0x1000 + 60}, 41);
   ASSERT_FALSE(past);
   EXPECT_EQ(past.error(), term::kDdpTaggedBaseBounds);
-  EXPECT_TRUE(orq.match_segment(0x10, 0x1000 + 60, 40)) << "up to the sink's last byte";
+  EXPECT_TRUE(orq.match_segment(Stag{0x10}, TaggedOffset{0x1000 + 60}, 40))
+      << "up to the sink's last byte";
 }
 
 TEST(proto_read_queues, AResponseWithoutAReadIsAnInvalidStag) {
   OutboundReadQueue orq(4);
-  auto segment = orq.match_segment(0x10, 0, 8);
+  auto segment = orq.match_segment(Stag{0x10}, TaggedOffset{0}, 8);
   ASSERT_FALSE(segment);
   EXPECT_EQ(segment.error(), term::kDdpTaggedInvalidStag);
   auto whole = orq.complete();
@@ -97,7 +100,7 @@ TEST(proto_read_queues, OnlyAWholeResponseCompletesItsRead) {
   ASSERT_TRUE(done);
   EXPECT_FALSE(done->rtr);
   EXPECT_EQ(done->seq, 3u);
-  auto next = orq.match_segment(0x11, 0, 10);
+  auto next = orq.match_segment(Stag{0x11}, TaggedOffset{0}, 10);
   ASSERT_TRUE(next) << "the next Read is now the oldest";
   EXPECT_EQ(next->seq, 4u);
 }
@@ -107,10 +110,10 @@ TEST(proto_read_queues, TheRtrReadIsAnsweredByAnEmptyResponseAheadOfOtherReads) 
   orq.push_rtr_read();
   EXPECT_TRUE(orq.may_start(true, true)) << "the RTR Read is no work request";
   orq.push(read(1, 0x10, 0, 8));
-  auto with_bytes = orq.match_segment(kRtrStag, 0, 1);
+  auto with_bytes = orq.match_segment(Stag{kRtrStag}, TaggedOffset{0}, 1);
   ASSERT_FALSE(with_bytes);
   EXPECT_EQ(with_bytes.error(), term::kDdpTaggedBaseBounds);
-  auto empty = orq.match_segment(0x99, 0, 0);
+  auto empty = orq.match_segment(Stag{0x99}, TaggedOffset{0}, 0);
   ASSERT_TRUE(empty);
   EXPECT_TRUE(empty->rtr);
   auto rtr = orq.complete();
@@ -137,7 +140,7 @@ TEST(proto_read_queues, ClearDropsTheReadsButNotTheRtrRead) {
 
 InboundRead inbound(std::uint32_t sink_stag, std::shared_ptr<const void> keep = nullptr) {
   InboundRead in;
-  in.sink_stag = sink_stag;
+  in.sink_stag = Stag{sink_stag};
   in.source.keep = std::move(keep);
   return in;
 }
@@ -147,9 +150,9 @@ TEST(proto_read_queues, ReadRequestsAreAnsweredInOrder) {
   EXPECT_TRUE(irq.empty());
   irq.push(inbound(1));
   irq.push(inbound(2));
-  EXPECT_EQ(irq.start_response().sink_stag, 1u);
+  EXPECT_EQ(irq.start_response().sink_stag, Stag{1});
   irq.response_sent();
-  EXPECT_EQ(irq.start_response().sink_stag, 2u);
+  EXPECT_EQ(irq.start_response().sink_stag, Stag{2});
   EXPECT_TRUE(irq.empty());
 }
 

@@ -20,6 +20,7 @@ using testing::Buffer;
 using testing::poll_all;
 using testing::wr_ids;
 namespace term = wire::term;
+using wire::MessageOffset;
 using wire::RdmapOpcode;
 
 constexpr std::uint32_t kRemote = access::kLocalWrite | access::kRemoteWrite | access::kRemoteRead;
@@ -46,7 +47,7 @@ class InboundReceiveTest : public ::testing::Test {
     proto::InboundSend s;
     s.length = length;
     s.opcode = opcode;
-    s.invalidate_stag = invalidate;
+    s.invalidate_stag = wire::Stag{invalidate};
     return s;
   }
 
@@ -64,11 +65,11 @@ class InboundReceiveTest : public ::testing::Test {
 
 TEST_F(InboundReceiveTest, SegmentsArePlacedByMessageOffsetAcrossTheReceive_sSges) {
   post(rq_, 1, {buf_.sge(0, 10), buf_.sge(100, 0), buf_.sge(200, 20)});
-  auto first = receive_.place(0, 8, true);
+  auto first = receive_.place(MessageOffset{0}, 8, true);
   ASSERT_TRUE(first);
   ASSERT_EQ(first->size(), 1u);
   EXPECT_EQ((*first)[0].data(), buf_.bytes.data());
-  auto second = receive_.place(8, 12, false);
+  auto second = receive_.place(MessageOffset{8}, 12, false);
   ASSERT_TRUE(second);
   ASSERT_EQ(second->size(), 2u);
   EXPECT_EQ((*second)[0].data(), buf_.bytes.data() + 8);
@@ -89,9 +90,9 @@ TEST_F(InboundReceiveTest, SegmentsArePlacedByMessageOffsetAcrossTheReceive_sSge
 TEST_F(InboundReceiveTest, EachSendTakesTheNextReceive) {
   post(rq_, 1, {buf_.sge(0, 4)});
   post(rq_, 2, {buf_.sge(64, 4)});
-  ASSERT_TRUE(receive_.place(0, 4, true));
+  ASSERT_TRUE(receive_.place(MessageOffset{0}, 4, true));
   receive_.complete(send(4));
-  auto second = receive_.place(0, 4, true);
+  auto second = receive_.place(MessageOffset{0}, 4, true);
   ASSERT_TRUE(second);
   EXPECT_EQ((*second)[0].data(), buf_.bytes.data() + 64);
   receive_.complete(send(4));
@@ -100,38 +101,38 @@ TEST_F(InboundReceiveTest, EachSendTakesTheNextReceive) {
 }
 
 TEST_F(InboundReceiveTest, ASendWithNoReceivePostedIsRefused) {
-  EXPECT_EQ(refusal(receive_.place(0, 4, true)), term::kDdpUntaggedNoBuffer);
-  EXPECT_EQ(refusal(receive_.place(4, 4, false)), term::kDdpUntaggedNoBuffer)
+  EXPECT_EQ(refusal(receive_.place(MessageOffset{0}, 4, true)), term::kDdpUntaggedNoBuffer);
+  EXPECT_EQ(refusal(receive_.place(MessageOffset{4}, 4, false)), term::kDdpUntaggedNoBuffer)
       << "a later segment has no receive either";
   EXPECT_TRUE(poll_all(cq_).empty());
 }
 
 TEST_F(InboundReceiveTest, AMessageLongerThanTheReceiveFailsItWithALengthError) {
   post(rq_, 1, {buf_.sge(0, 16)});
-  ASSERT_TRUE(receive_.place(0, 10, true));
-  EXPECT_EQ(refusal(receive_.place(10, 7, false)), term::kDdpUntaggedTooLong);
+  ASSERT_TRUE(receive_.place(MessageOffset{0}, 10, true));
+  EXPECT_EQ(refusal(receive_.place(MessageOffset{10}, 7, false)), term::kDdpUntaggedTooLong);
   const auto wcs = poll_all(cq_);
   ASSERT_EQ(wcs.size(), 1u);
   EXPECT_EQ(wcs[0].status, WcStatus::kLocalLengthError);
-  EXPECT_EQ(refusal(receive_.place(17, 1, false)), term::kDdpUntaggedNoBuffer)
+  EXPECT_EQ(refusal(receive_.place(MessageOffset{17}, 1, false)), term::kDdpUntaggedNoBuffer)
       << "the failed receive is no longer active";
 }
 
 TEST_F(InboundReceiveTest, AReceiveIntoMemoryItMayNotWriteFailsWithALocalProtectionError) {
   Buffer read_only = testing::register_buffer(device_.stags(), &pd_, 64, 0);
   post(rq_, 1, {buf_.sge(0, 8), read_only.sge(0, 8)});
-  EXPECT_EQ(refusal(receive_.place(0, 4, true)), term::kRdmapCatastrophicStream);
+  EXPECT_EQ(refusal(receive_.place(MessageOffset{0}, 4, true)), term::kRdmapCatastrophicStream);
   const auto wcs = poll_all(cq_);
   ASSERT_EQ(wcs.size(), 1u);
   EXPECT_EQ(wcs[0].wr_id, 1u);
   EXPECT_EQ(wcs[0].status, WcStatus::kLocalProtectionError);
-  EXPECT_EQ(refusal(receive_.place(4, 4, false)), term::kDdpUntaggedNoBuffer);
+  EXPECT_EQ(refusal(receive_.place(MessageOffset{4}, 4, false)), term::kDdpUntaggedNoBuffer);
 }
 
 TEST_F(InboundReceiveTest, ASendWithInvalidateInvalidatesARegionOfThisPd) {
   Buffer target = testing::register_buffer(device_.stags(), &pd_, 64, kRemote);
   post(rq_, 1, {buf_.sge(0, 8)});
-  ASSERT_TRUE(receive_.place(0, 8, true));
+  ASSERT_TRUE(receive_.place(MessageOffset{0}, 8, true));
   EXPECT_EQ(receive_.complete(send(8, RdmapOpcode::kSendInvalidate, target.mr->stag)),
             std::nullopt);
   EXPECT_FALSE(target.mr->valid.load());
@@ -146,7 +147,7 @@ TEST_F(InboundReceiveTest, ASendWithInvalidateOfAnotherPd_sRegionIsAnsweredWithA
   ProtectionDomain other_pd{2};
   Buffer theirs = testing::register_buffer(device_.stags(), &other_pd, 64, kRemote);
   post(rq_, 1, {buf_.sge(0, 8)});
-  ASSERT_TRUE(receive_.place(0, 8, true));
+  ASSERT_TRUE(receive_.place(MessageOffset{0}, 8, true));
   EXPECT_EQ(receive_.complete(send(8, RdmapOpcode::kSendSeInvalidate, theirs.mr->stag)),
             term::kRdmapCannotInvalidateProtection);
   EXPECT_TRUE(theirs.mr->valid.load());
@@ -160,7 +161,7 @@ TEST_F(InboundReceiveTest, AFlushCompletesTheActiveReceiveAndThenThePostedOnes) 
   post(rq_, 1, {buf_.sge(0, 8)});
   post(rq_, 2, {buf_.sge(8, 8)});
   post(rq_, 3, {buf_.sge(16, 8)});
-  ASSERT_TRUE(receive_.place(0, 4, true));
+  ASSERT_TRUE(receive_.place(MessageOffset{0}, 4, true));
   receive_.flush();
   const auto wcs = poll_all(cq_);
   ASSERT_EQ(wr_ids(wcs), (std::vector<std::uint64_t>{1, 2, 3}));
@@ -173,9 +174,9 @@ TEST_F(InboundReceiveTest, AFlushCompletesTheActiveReceiveAndThenThePostedOnes) 
 
 TEST_F(InboundReceiveTest, ResetDropsTheActiveReceiveWithoutACompletion) {
   post(rq_, 1, {buf_.sge(0, 8)});
-  ASSERT_TRUE(receive_.place(0, 4, true));
+  ASSERT_TRUE(receive_.place(MessageOffset{0}, 4, true));
   receive_.reset();
-  EXPECT_EQ(refusal(receive_.place(4, 4, false)), term::kDdpUntaggedNoBuffer);
+  EXPECT_EQ(refusal(receive_.place(MessageOffset{4}, 4, false)), term::kDdpUntaggedNoBuffer);
   receive_.flush();
   EXPECT_TRUE(poll_all(cq_).empty());
 }
@@ -185,10 +186,10 @@ TEST_F(InboundReceiveTest, AnSrqKeepsItsEntriesOnAFlushAndReportsItsLimit) {
   InboundReceive shared{srq, &srq, protection_, reporter_};
   for (std::uint64_t id = 1; id <= 3; ++id) post(srq, id, {buf_.sge(0, 8)});
   srq.arm_limit(3);
-  ASSERT_TRUE(shared.place(0, 8, true));
+  ASSERT_TRUE(shared.place(MessageOffset{0}, 8, true));
   EXPECT_EQ(events_.count(AsyncEventType::kSrqLimitReached), 1) << "2 entries left, limit 3";
   shared.complete(send(8));
-  ASSERT_TRUE(shared.place(0, 8, true));
+  ASSERT_TRUE(shared.place(MessageOffset{0}, 8, true));
   EXPECT_EQ(events_.count(AsyncEventType::kSrqLimitReached), 1) << "the limit fires once";
   shared.flush();
   const auto wcs = poll_all(cq_);

@@ -53,14 +53,14 @@ TEST(verbs_memory_protection, EachAccessErrorHasItsTerminateCode) {
 }
 
 TEST_F(MemoryProtectionTest, AnInboundWriteLandsInItsRegionOrIsRefusedWithADdpTaggedError) {
-  auto ok = protection_.resolve_write(mine_.mr->stag, mine_.addr(10), 20);
+  auto ok = protection_.resolve_write(mine_.stag(), mine_.to(10), 20);
   ASSERT_TRUE(ok);
   ASSERT_EQ(ok->size(), 1u);
   EXPECT_EQ((*ok)[0].data(), mine_.bytes.data() + 10);
   EXPECT_EQ((*ok)[0].size(), 20u);
 
   auto refused = [&](std::uint32_t stag, std::uint64_t to, std::size_t length) {
-    auto r = protection_.resolve_write(stag, to, length);
+    auto r = protection_.resolve_write(wire::Stag{stag}, wire::TaggedOffset{to}, length);
     return r ? wire::TerminateCode{} : r.error();
   };
   EXPECT_EQ(refused(unknown_stag(), mine_.addr(), 1), term::kDdpTaggedInvalidStag);
@@ -73,35 +73,35 @@ TEST_F(MemoryProtectionTest, AnInboundWriteLandsInItsRegionOrIsRefusedWithADdpTa
 }
 
 TEST_F(MemoryProtectionTest, TheRegionFoundLastServesOnlyItsOwnStagWhileValid) {
-  ASSERT_TRUE(protection_.resolve_write(mine_.mr->stag, mine_.addr(), 4));
+  ASSERT_TRUE(protection_.resolve_write(mine_.stag(), mine_.to(), 4));
   Buffer next = testing::register_buffer(stags_, &pd_, 64, kRemote);
-  auto other_stag = protection_.resolve_write(next.mr->stag, next.addr(8), 4);
+  auto other_stag = protection_.resolve_write(next.stag(), next.to(8), 4);
   ASSERT_TRUE(other_stag);
   EXPECT_EQ((*other_stag)[0].data(), next.bytes.data() + 8);
-  ASSERT_TRUE(protection_.resolve_write(mine_.mr->stag, mine_.addr(), 4));
+  ASSERT_TRUE(protection_.resolve_write(mine_.stag(), mine_.to(), 4));
 
   mine_.mr->valid.store(false);
-  auto after_invalidate = protection_.resolve_write(mine_.mr->stag, mine_.addr(), 4);
+  auto after_invalidate = protection_.resolve_write(mine_.stag(), mine_.to(), 4);
   ASSERT_FALSE(after_invalidate);
   EXPECT_EQ(after_invalidate.error(), term::kDdpTaggedInvalidStag);
 
   Buffer other = testing::register_buffer(stags_, &pd_, 64, kRemote);
-  ASSERT_TRUE(protection_.resolve_write(other.mr->stag, other.addr(), 4));
+  ASSERT_TRUE(protection_.resolve_write(other.stag(), other.to(), 4));
   stags_.erase(other.mr->stag);
-  auto after_erase = protection_.resolve_write(other.mr->stag, other.addr(), 4);
+  auto after_erase = protection_.resolve_write(other.stag(), other.to(), 4);
   ASSERT_FALSE(after_erase);
   EXPECT_EQ(after_erase.error(), term::kDdpTaggedInvalidStag);
 }
 
 TEST_F(MemoryProtectionTest, AReadSourceIsCheckedForRemoteReadWithRdmapCodes) {
-  auto ok = protection_.resolve_read_source(mine_.mr->stag, mine_.addr(100), 50);
+  auto ok = protection_.resolve_read_source(mine_.stag(), mine_.to(100), 50);
   ASSERT_TRUE(ok);
   EXPECT_EQ(ok->bytes.data(), mine_.bytes.data() + 100);
   EXPECT_EQ(ok->bytes.size(), 50u);
   EXPECT_EQ(ok->keep.get(), mine_.mr.get()) << "the region is held while the response is sent";
 
   auto refused = [&](std::uint32_t stag, std::uint64_t to, std::uint32_t length) {
-    auto r = protection_.resolve_read_source(stag, to, length);
+    auto r = protection_.resolve_read_source(wire::Stag{stag}, wire::TaggedOffset{to}, length);
     return r ? wire::TerminateCode{} : r.error();
   };
   EXPECT_EQ(refused(unknown_stag(), mine_.addr(), 1), term::kRdmapInvalidStag);
@@ -154,12 +154,12 @@ TEST_F(MemoryProtectionTest, AReadSinkIsSlicedByOffsetAcrossItsSpans) {
 }
 
 TEST_F(MemoryProtectionTest, OnlyARegionOfThisPdMayBeInvalidatedByThePeer) {
-  EXPECT_FALSE(protection_.invalidate_remote(theirs_.mr->stag));
+  EXPECT_FALSE(protection_.invalidate_remote(theirs_.stag()));
   EXPECT_TRUE(theirs_.mr->valid.load());
-  EXPECT_FALSE(protection_.invalidate_remote(unknown_stag()));
-  EXPECT_TRUE(protection_.invalidate_remote(mine_.mr->stag));
+  EXPECT_FALSE(protection_.invalidate_remote(wire::Stag{unknown_stag()}));
+  EXPECT_TRUE(protection_.invalidate_remote(mine_.stag()));
   EXPECT_FALSE(mine_.mr->valid.load());
-  EXPECT_FALSE(protection_.resolve_write(mine_.mr->stag, mine_.addr(), 1));
+  EXPECT_FALSE(protection_.resolve_write(mine_.stag(), mine_.to(), 1));
 }
 
 TEST(verbs_memory_protection, SliceTakesTheRangeAcrossSpansAndFailsPastTheEnd) {

@@ -131,8 +131,8 @@ TEST_F(SendQueueTest, StartHandsOverTheRegisteredBytesOrARead_sSink) {
   EXPECT_EQ(payload_[0].size(), 8u);
   EXPECT_EQ(payload_[1].data(), buf_.bytes.data() + 40);
   EXPECT_EQ(r.length, 12u);
-  EXPECT_EQ(r.remote_offset, 0x1234u);
-  EXPECT_EQ(r.remote_stag, 0xABCDu);
+  EXPECT_EQ(r.remote_offset, wire::TaggedOffset{0x1234});
+  EXPECT_EQ(r.remote_stag, wire::Stag{0xABCD});
 
   ASSERT_TRUE(
       sq_.post(wr(2, WrOpcode::kRdmaRead, {buf_.sge(200, 10), buf_.sge(300, 6)}), true).is_ok());
@@ -151,8 +151,8 @@ TEST_F(SendQueueTest, ARead_sSinkIsAdvertisedAsItsFirstSge) {
   proto::OutboundRequest r;
   ASSERT_TRUE(sq_.peek(r));
   ASSERT_TRUE(sq_.start(r, payload_));
-  EXPECT_EQ(r.sink_stag, buf_.mr->stag);
-  EXPECT_EQ(r.sink_offset, buf_.addr(200));
+  EXPECT_EQ(r.sink_stag, buf_.stag());
+  EXPECT_EQ(r.sink_offset, buf_.to(200));
   EXPECT_EQ(r.length, 10u);
 }
 

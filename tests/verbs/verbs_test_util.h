@@ -10,7 +10,9 @@
 #include "verbs/device.h"
 #include "verbs/memory_region.h"
 #include "verbs/protection_domain.h"
+#include "support/quantity_printers.h"
 #include "verbs/stag_table.h"
+#include "wire/quantities.h"
 
 namespace uwarp::verbs::testing {
 
@@ -23,6 +25,9 @@ struct Buffer {
   std::uint64_t addr(std::size_t offset = 0) const {
     return reinterpret_cast<std::uint64_t>(bytes.data() + offset);
   }
+  // The region's STag, and the Tagged Offset of bytes[offset], as a peer names them.
+  wire::Stag stag() const { return wire::Stag{mr->stag}; }
+  wire::TaggedOffset to(std::size_t offset = 0) const { return wire::TaggedOffset{addr(offset)}; }
   Sge sge(std::size_t offset, std::uint32_t length) const {
     return Sge{addr(offset), length, mr->stag};
   }
