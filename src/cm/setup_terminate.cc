@@ -5,7 +5,7 @@
 #include <array>
 
 #include "proto/tx_batch.h"
-#include "wire/ddp.h"
+#include "wire/rdmap.h"
 
 namespace uwarp::cm {
 
@@ -17,9 +17,8 @@ std::vector<std::uint8_t> setup_terminate(const wire::TerminateCode& code) {
   // Segmented and framed as the RDMAP engine sends its Terminates (proto::MessageSegmenter,
   // proto::TxBatch), as the first message of the Terminate queue.
   proto::MessageSegmenter::Message message;
-  message.header.opcode = static_cast<std::uint8_t>(wire::RdmapOpcode::kTerminate);
-  message.header.queue = wire::kQueueTerminate;
-  message.header.msn = 1;
+  message.header = wire::untagged_header(wire::RdmapOpcode::kTerminate, wire::kQueueTerminate,
+                                         wire::kInitialMsn);
   message.gather = gather;
   message.length = gather[0].size();
   proto::MessageSegmenter segmenter;

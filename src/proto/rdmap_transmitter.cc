@@ -17,23 +17,8 @@ constexpr std::uint64_t cookie_seq(std::uint64_t c) {
   return c & ((std::uint64_t{1} << kKindShift) - 1);
 }
 
-wire::DdpHeader untagged(wire::RdmapOpcode op, std::uint32_t queue, wire::Msn msn) {
-  wire::DdpHeader h;
-  h.tagged = false;
-  h.opcode = static_cast<std::uint8_t>(op);
-  h.queue = queue;
-  h.msn = msn.value();
-  return h;
-}
-
-wire::DdpHeader tagged(wire::RdmapOpcode op, wire::Stag stag, wire::TaggedOffset to) {
-  wire::DdpHeader h;
-  h.tagged = true;
-  h.opcode = static_cast<std::uint8_t>(op);
-  h.stag = stag.value();
-  h.tagged_offset = to.value();
-  return h;
-}
+using wire::tagged_header;
+using wire::untagged_header;
 
 wire::RdmapOpcode send_opcode(const OutboundRequest& r) {
   if (r.kind == OutboundRequest::Kind::kSendInvalidate) {
@@ -89,7 +74,7 @@ bool RdmapTransmitter::next_terminate(Message& m) {
   ConstByteSpan body;
   if (!terminate_.start(body)) return false;  // sent once
   gather_.push_back(body);
-  m.header = untagged(wire::RdmapOpcode::kTerminate, wire::kQueueTerminate, term_msn_++);
+  m.header = untagged_header(wire::RdmapOpcode::kTerminate, wire::kQueueTerminate, term_msn_++);
   m.gather = gather_;
   m.length = body.size();
   m.cookie = make_cookie(CookieKind::kTerminate);
@@ -100,19 +85,21 @@ bool RdmapTransmitter::next_terminate(Message& m) {
 bool RdmapTransmitter::next_rtr(Message& m) {
   switch (send_rtr_) {
     case RtrType::kWrite:
-      m.header = tagged(wire::RdmapOpcode::kRdmaWrite, wire::Stag{kRtrStag}, wire::TaggedOffset{0});
+      m.header =
+          tagged_header(wire::RdmapOpcode::kRdmaWrite, wire::Stag{kRtrStag}, wire::TaggedOffset{0});
       break;
     case RtrType::kRead: {
       wire::ReadRequest rr;
       rr.source_stag = kRtrStag;
       gather_.push_back(read_request_bodies_.encode(rr));
-      m.header = untagged(wire::RdmapOpcode::kReadRequest, wire::kQueueReadRequest, read_msn_++);
+      m.header =
+          untagged_header(wire::RdmapOpcode::kReadRequest, wire::kQueueReadRequest, read_msn_++);
       m.length = wire::kReadRequestSize;
       orq_.push_rtr_read();
       break;
     }
     default:
-      m.header = untagged(wire::RdmapOpcode::kSend, wire::kQueueSend, send_msn_++);
+      m.header = untagged_header(wire::RdmapOpcode::kSend, wire::kQueueSend, send_msn_++);
       break;
   }
   send_rtr_ = RtrType::kNone;
@@ -123,7 +110,8 @@ bool RdmapTransmitter::next_rtr(Message& m) {
 
 bool RdmapTransmitter::next_nudge(Message& m) {
   nudge_pending_ = false;
-  m.header = tagged(wire::RdmapOpcode::kRdmaWrite, wire::Stag{kRtrStag}, wire::TaggedOffset{0});
+  m.header =
+      tagged_header(wire::RdmapOpcode::kRdmaWrite, wire::Stag{kRtrStag}, wire::TaggedOffset{0});
   m.gather = gather_;
   m.cookie = make_cookie(CookieKind::kRtr);
   return true;
@@ -132,7 +120,7 @@ bool RdmapTransmitter::next_nudge(Message& m) {
 bool RdmapTransmitter::next_read_response(Message& m) {
   const InboundRead& read = irq_.start_response();
   if (!read.source.bytes.empty()) gather_.push_back(read.source.bytes);
-  m.header = tagged(wire::RdmapOpcode::kReadResponse, read.sink_stag, read.sink_offset);
+  m.header = tagged_header(wire::RdmapOpcode::kReadResponse, read.sink_stag, read.sink_offset);
   m.gather = gather_;
   m.length = read.source.bytes.size();
   m.cookie = make_cookie(CookieKind::kReadResponse);
@@ -150,13 +138,13 @@ bool RdmapTransmitter::next_request(Message& m) {
   switch (r.kind) {
     case OutboundRequest::Kind::kSend:
     case OutboundRequest::Kind::kSendInvalidate:
-      m.header = untagged(send_opcode(r), wire::kQueueSend, send_msn_++);
+      m.header = untagged_header(send_opcode(r), wire::kQueueSend, send_msn_++);
       if (r.kind == OutboundRequest::Kind::kSendInvalidate) {
         m.header.ulp_reserved = r.invalidate_stag.value();
       }
       break;
     case OutboundRequest::Kind::kWrite:
-      m.header = tagged(wire::RdmapOpcode::kRdmaWrite, r.remote_stag, r.remote_offset);
+      m.header = tagged_header(wire::RdmapOpcode::kRdmaWrite, r.remote_stag, r.remote_offset);
       break;
     case OutboundRequest::Kind::kRead: {
       wire::ReadRequest rr;
@@ -166,7 +154,8 @@ bool RdmapTransmitter::next_request(Message& m) {
       rr.source_stag = r.remote_stag.value();
       rr.source_to = r.remote_offset.value();
       gather_.push_back(read_request_bodies_.encode(rr));
-      m.header = untagged(wire::RdmapOpcode::kReadRequest, wire::kQueueReadRequest, read_msn_++);
+      m.header =
+          untagged_header(wire::RdmapOpcode::kReadRequest, wire::kQueueReadRequest, read_msn_++);
       m.length = wire::kReadRequestSize;
       orq_.push(OutboundRead{r.seq, r.sink_stag, r.sink_offset, r.length, 0});
       break;

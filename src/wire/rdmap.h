@@ -9,6 +9,7 @@
 #include "base/bytes.h"
 #include "uwarp/expected.h"
 #include "wire/ddp.h"
+#include "wire/quantities.h"
 
 namespace uwarp::wire {
 
@@ -40,6 +41,26 @@ constexpr bool is_solicited(RdmapOpcode op) {
 }
 constexpr bool carries_invalidate(RdmapOpcode op) {
   return op == RdmapOpcode::kSendInvalidate || op == RdmapOpcode::kSendSeInvalidate;
+}
+
+// The DDP header of an RDMAP message on untagged queue `queue` (RFC 5040 section 4.2: Send,
+// Read Request, Terminate) and of one placed at a tagged buffer (section 4.1: Write, Read
+// Response), for its first segment.
+constexpr DdpHeader untagged_header(RdmapOpcode op, std::uint32_t queue, Msn msn) {
+  DdpHeader h;
+  h.tagged = false;
+  h.opcode = static_cast<std::uint8_t>(op);
+  h.queue = queue;
+  h.msn = msn.value();
+  return h;
+}
+constexpr DdpHeader tagged_header(RdmapOpcode op, Stag stag, TaggedOffset to) {
+  DdpHeader h;
+  h.tagged = true;
+  h.opcode = static_cast<std::uint8_t>(op);
+  h.stag = stag.value();
+  h.tagged_offset = to.value();
+  return h;
 }
 
 // RDMA Read Request message body (after the untagged DDP header, queue 1).

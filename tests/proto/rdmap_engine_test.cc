@@ -203,7 +203,9 @@ bool deliver(Endpoint& from, Endpoint& to, std::size_t piece) {
     } else {
       // It takes less only when it stops at a protocol violation (the rest is then dropped,
       // as the runtime drops it).
-      if (to.engine.feed(ConstByteSpan(src, n)) < n) EXPECT_FALSE(to.engine.rx_open());
+      if (to.engine.feed(ConstByteSpan(src, n)) < n) {
+        EXPECT_FALSE(to.engine.rx_open());
+      }
     }
     direct = !direct;
     from.delivered += n;
@@ -401,7 +403,7 @@ TEST_P(EngineViolations, OneTerminateIsSentAndThePeerReportsIt) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Rules, EngineViolations, ::testing::ValuesIn(violations()),
-                         [](const auto& info) { return info.param.name; });
+                         [](const auto& test) { return test.param.name; });
 
 TEST(RdmapEngine, AbandonDropsTheMessageInProgress) {
   Endpoint a(params(false, 64)), b(params(false, 64));
