@@ -169,6 +169,7 @@ std::optional<wire::TerminateCode> RdmapReceiver::end_rtr_read(ConstByteSpan buf
   auto rr = wire::decode_read_request(buffered);
   if (!rr || rr->size != 0) return term::kLlpNoMatchingRtr;
   expected_rtr_ = RtrType::kNone;
+  rtr_read_unanswered_ = true;
   delegate_.rtr_received();
   return delegate_.read_request(*rr);
 }

@@ -61,7 +61,13 @@ class RdmapReceiver final : public FpduSink {
   // RFC 6581: the first message must be this zero-length RTR (kNone: no RTR expected).
   void expect_rtr(RtrType type) { expected_rtr_ = type; }
   // A Read Response for one received Read Request was completely sent: frees one IRD slot.
+  // Responses go out in the order the requests came, so the first one after an RTR Read
+  // answers it; it held no slot (the RTR does not count against IRD) and frees none.
   void read_response_sent() {
+    if (rtr_read_unanswered_) {
+      rtr_read_unanswered_ = false;
+      return;
+    }
     if (reads_in_progress_ > 0) --reads_in_progress_;
   }
   bool terminated() const { return terminated_; }
@@ -85,6 +91,7 @@ class RdmapReceiver final : public FpduSink {
   RxDelegate& delegate_;
   std::uint32_t ird_;
   std::uint32_t reads_in_progress_ = 0;
+  bool rtr_read_unanswered_ = false;  // the peer's RTR Read awaits its (empty) response
   RtrType expected_rtr_ = RtrType::kNone;
   bool terminated_ = false;
 

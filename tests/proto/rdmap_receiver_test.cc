@@ -594,6 +594,39 @@ TEST(proto_rdmap_receiver, ReadRtrDoesNotCountAgainstIrd) {
   EXPECT_EQ(rx.d.read_requests.size(), 1u);
 }
 
+// The RTR Read's response is sent first and frees no IRD slot, since the RTR held none: with
+// IRD 1, a Read Request taken before that response still holds the only slot afterwards.
+TEST(proto_rdmap_receiver, TheRtrReadResponseFreesNoIrdSlot) {
+  Rx rx(1);
+  rx.r.expect_rtr(RtrType::kRead);
+  wire::ReadRequest rtr;
+  rtr.source_stag = kRtrStag;
+  ASSERT_TRUE(
+      rx.feed(untagged_header(RdmapOpcode::kReadRequest, 1, 1), testing::read_request_body(rtr)));
+  const Bytes rr = testing::read_request_body(read_request(8));
+  ASSERT_TRUE(rx.feed(untagged_header(RdmapOpcode::kReadRequest, 1, 2), rr));
+  rx.r.read_response_sent();  // the RTR Read's empty response
+  EXPECT_FALSE(rx.feed(untagged_header(RdmapOpcode::kReadRequest, 1, 3), rr))
+      << "two Reads outstanding with IRD 1";
+  EXPECT_EQ(rx.code(), term::kRdmapCatastrophicStream);
+  EXPECT_EQ(rx.d.read_requests.size(), 2u);  // the RTR Read and the first real one
+}
+
+TEST(proto_rdmap_receiver, AfterTheRtrReadEachResponseFreesItsSlot) {
+  Rx rx(1);
+  rx.r.expect_rtr(RtrType::kRead);
+  wire::ReadRequest rtr;
+  rtr.source_stag = kRtrStag;
+  ASSERT_TRUE(
+      rx.feed(untagged_header(RdmapOpcode::kReadRequest, 1, 1), testing::read_request_body(rtr)));
+  rx.r.read_response_sent();  // the RTR Read's
+  const Bytes rr = testing::read_request_body(read_request(8));
+  for (std::uint32_t msn = 2; msn <= 4; ++msn) {
+    ASSERT_TRUE(rx.feed(untagged_header(RdmapOpcode::kReadRequest, 1, msn), rr)) << msn;
+    rx.r.read_response_sent();
+  }
+}
+
 TEST(proto_rdmap_receiver, ReadRtrMustAskForZeroBytes) {
   Rx rx;
   rx.r.expect_rtr(RtrType::kRead);
