@@ -106,8 +106,7 @@ void Stream::on_send(long result) {
   after_tx_locked(outcome);
 }
 
-StreamReceiver::Outcome Stream::receive_locked() {
-  const StreamReceiver::Outcome out = rx_.receive(*qp_);
+StreamReceiver::Outcome Stream::received_locked(StreamReceiver::Outcome out) {
   if (out.ended) {
     receive_ended_locked(out.status);
   } else if (out.progress) {
@@ -151,7 +150,7 @@ void Stream::watch_locked(bool maybe_readable) {
 
 void Stream::engine_receive_locked() {
   MutexLock qlock(qp_->mutex());
-  const StreamReceiver::Outcome out = receive_locked();
+  const StreamReceiver::Outcome out = received_locked(rx_.receive(*qp_));
   if (qp_ == nullptr) return;
   rx_.note_direct_target(*qp_);
   watch_locked(out.more);
@@ -166,14 +165,9 @@ void Stream::on_readable(std::optional<long> received) {
   bool maybe_more = true;
   if (received) {
     MutexLock qlock(qp_->mutex());
-    const StreamReceiver::Outcome out = rx_.take_watched(*qp_, *received);
+    const StreamReceiver::Outcome out = received_locked(rx_.take_watched(*qp_, *received));
     maybe_more = out.more;
-    if (out.ended) {
-      receive_ended_locked(out.status);
-    } else if (out.progress) {
-      pump_tx_locked(*qp_);
-      rx_.note_direct_target(*qp_);
-    }
+    if (!out.ended && out.progress) rx_.note_direct_target(*qp_);
   }
   if (qp_ == nullptr) return;
   if (handoff_.claimed(Clock::now())) {
@@ -213,7 +207,7 @@ bool Stream::poll_rx(bool claim) {
   MutexLock lock(mu_, std::adopt_lock);
   if (qp_ == nullptr) return false;
   MutexLock qlock(qp_->mutex());
-  return receive_locked().progress;
+  return received_locked(rx_.receive(*qp_)).progress;
 }
 
 void Stream::cq_armed() {

@@ -68,9 +68,10 @@ class Stream final : public io::IoHandler,
   void cq_armed() override;
 
  private:
-  // mu_ and the QP lock held: receives until the socket is empty or a bound, then sends what
-  // the bytes queued. The outcome's `more`: the bound stopped it.
-  StreamReceiver::Outcome receive_locked() REQUIRES(mu_, qp_->mutex());
+  // mu_ and the QP lock held: acts on what a receive (StreamReceiver::receive or take_watched)
+  // found: the end of the stream ends it; bytes may have queued transmit work, which is sent.
+  // Returns `out`.
+  StreamReceiver::Outcome received_locked(StreamReceiver::Outcome out) REQUIRES(mu_, qp_->mutex());
   // QP lock held: tells the observer of an RTR the QP received, sends, and acts on what the
   // transmitter reports. Runs after every call into the QP that may have queued work. It never
   // unbinds the QP (a failed send ends the stream from the engine thread).
