@@ -1,10 +1,10 @@
 // Google Benchmark microbenchmarks of uwarp's own work per message, without sockets: two
-// verbs::QueuePairs back to back in memory. One iteration is one message, all of it on the
-// calling thread: post it on A, fill A's transmit batch, copy the batch's bytes (what sendmsg
-// would copy), report them sent (A's completion), feed them to B (parse, check, place, B's
-// completion for a Send) and poll both CQs. What it leaves out is the kernel's part (system
-// calls, TCP) and waiting for a thread: the latency tables of docs/performance.md compare the
-// two.
+// verbs::QueuePairs (each with its connection's runtime::RdmapDriver) back to back in memory. One
+// iteration is one message, all of it on the calling thread: post it on A, fill A's transmit batch,
+// copy the batch's bytes (what sendmsg would copy), report them sent (A's completion), feed them to
+// B (parse, check, place, B's completion for a Send) and poll both CQs. What it leaves out is the
+// kernel's part (system calls, TCP) and waiting for a thread: the latency tables of
+// docs/performance.md compare the two.
 #include <benchmark/benchmark.h>
 
 #include <cstring>
@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "proto/tx_batch.h"
+#include "runtime/rdmap_driver.h"
 #include "verbs/completion_queue.h"
 #include "verbs/device.h"
 #include "verbs/protection_domain.h"
@@ -39,6 +40,7 @@ struct Side {
   CompletionQueue scq{256, nullptr, nullptr};
   CompletionQueue rcq{256, nullptr, nullptr};
   std::unique_ptr<QueuePair> qp;
+  std::unique_ptr<runtime::RdmapDriver> rdmap;  // destroyed before qp
   NullLink link;
   proto::TxBatch batch;
 };
@@ -56,7 +58,7 @@ class Pair {
       p.crc = crc;
       p.max_ulpdu = max_ulpdu;
       std::lock_guard lock(s->qp->mutex());
-      s->qp->attach_link_locked(&s->link, p);
+      s->rdmap = std::make_unique<runtime::RdmapDriver>(*s->qp, &s->link, p);
     }
   }
 
@@ -81,9 +83,9 @@ class Pair {
     {
       std::lock_guard lock(a_.qp->mutex());
       // A batch holds a bounded number of FPDUs: fill until the message is out.
-      // After each call into the QP the stream collects its requests, as runtime::Transmitter.
-      while (a_.qp->tx_fill_locked(a_.batch)) {
-        a_.qp->take_tx_requests_locked();
+      // After each call the stream takes the QP's requests, as runtime::Transmitter.
+      while (a_.rdmap->fill(*a_.qp, a_.batch)) {
+        a_.rdmap->take_requests(*a_.qp);
         std::size_t batch_bytes = 0;
         for (const iovec& v : a_.batch.pending()) {  // what sendmsg copies
           if (n + v.iov_len > wire_.size()) return false;
@@ -93,20 +95,21 @@ class Pair {
         }
         a_.batch.consume(batch_bytes);
         std::uint64_t cookie;
-        while (a_.batch.pop_sent(cookie)) a_.qp->tx_sent_locked(cookie);
-        a_.qp->take_tx_requests_locked();
+        while (a_.batch.pop_sent(cookie)) a_.rdmap->sent(*a_.qp, cookie);
+        a_.rdmap->take_requests(*a_.qp);
       }
       if (n == 0) return false;
     }
     {
       std::lock_guard lock(b_.qp->mutex());
-      b_.qp->rx_feed_locked(ConstByteSpan(wire_.data(), n));
+      b_.rdmap->feed(*b_.qp, ConstByteSpan(wire_.data(), n));
       b_.qp->take_rtr_received_locked();
-      b_.qp->take_tx_requests_locked();
+      b_.rdmap->take_requests(*b_.qp);
     }
     WorkCompletion wc[4];
     bool ok = a_.scq.poll(wc) == 1 && wc[0].status == WcStatus::kSuccess;
-    if (op == WrOpcode::kSend) ok = ok && b_.rcq.poll(wc) == 1 && wc[0].status == WcStatus::kSuccess;
+    if (op == WrOpcode::kSend)
+      ok = ok && b_.rcq.poll(wc) == 1 && wc[0].status == WcStatus::kSuccess;
     return ok;
   }
 
@@ -144,14 +147,18 @@ void BM_Message(benchmark::State& state, WrOpcode op) {
 }
 
 BENCHMARK_CAPTURE(BM_Message, send, WrOpcode::kSend)
-    ->ArgNames({"size", "crc", "ulpdu"})->ArgsProduct({{64, 4096, 65536}, {0, 1}, {65000}});
+    ->ArgNames({"size", "crc", "ulpdu"})
+    ->ArgsProduct({{64, 4096, 65536}, {0, 1}, {65000}});
 BENCHMARK_CAPTURE(BM_Message, write, WrOpcode::kRdmaWrite)
-    ->ArgNames({"size", "crc", "ulpdu"})->ArgsProduct({{64, 4096, 65536}, {0, 1}, {65000}});
+    ->ArgNames({"size", "crc", "ulpdu"})
+    ->ArgsProduct({{64, 4096, 65536}, {0, 1}, {65000}});
 // MSS 1448 (veth, Ethernet): a 64 KiB Write is 46 FPDUs, a 64 KiB Send 47.
 BENCHMARK_CAPTURE(BM_Message, send_mss1448, WrOpcode::kSend)
-    ->ArgNames({"size", "crc", "ulpdu"})->ArgsProduct({{65536}, {0, 1}, {1442}});
+    ->ArgNames({"size", "crc", "ulpdu"})
+    ->ArgsProduct({{65536}, {0, 1}, {1442}});
 BENCHMARK_CAPTURE(BM_Message, write_mss1448, WrOpcode::kRdmaWrite)
-    ->ArgNames({"size", "crc", "ulpdu"})->ArgsProduct({{65536}, {0, 1}, {1442}});
+    ->ArgNames({"size", "crc", "ulpdu"})
+    ->ArgsProduct({{65536}, {0, 1}, {1442}});
 
 }  // namespace
 }  // namespace uwarp::verbs

@@ -1,10 +1,11 @@
-// libFuzzer target: the whole receive path of a connected QP (FpduReader, RdmapReceiver and the
-// QP's placement, Read Request and Terminate handling, plus the transmit side they trigger).
-// The input is a small program: each step appends one frame to the inbound byte stream (a
-// Write, Send, Read Request, Read Response or Terminate with fuzzed fields, addressed to the
-// QP's real STags by index, or raw bytes), posts a local work request, or feeds the stream so
-// far to the QP in fuzzed pieces, via feed() or the direct-placement path. AddressSanitizer
-// catches any byte placed outside registered memory; the checks below catch broken state.
+// libFuzzer target: the whole receive path of a connected QP and its connection's driver
+// (FpduReader, RdmapReceiver and the QP's placement, Read Request and Terminate handling, plus the
+// transmit side they trigger). The input is a small program: each step appends one frame to the
+// inbound byte stream (a Write, Send, Read Request, Read Response or Terminate with fuzzed fields,
+// addressed to the QP's real STags by index, or raw bytes), posts a local work request, or feeds
+// the stream so far to the QP in fuzzed pieces, via feed() or the direct-placement path.
+// AddressSanitizer catches any byte placed outside registered memory; the checks below catch broken
+// state.
 #include <fuzzer/FuzzedDataProvider.h>
 
 #include <array>
@@ -14,6 +15,7 @@
 
 #include "fuzz_check.h"
 #include "proto/tx_batch.h"
+#include "runtime/rdmap_driver.h"
 #include "verbs/device.h"
 #include "verbs/queue_pair.h"
 #include "wire/fpdu.h"
@@ -22,17 +24,18 @@
 namespace uwarp {
 namespace {
 
-// As runtime::Stream: after each call into the QP it collects what the QP asks; after an
+// As runtime::Stream's transmitter: after each call it takes what the QP asks; after an
 // error nothing more is read from the flushed requests' memory.
 class CollectingLink final : public verbs::QpLink {
  public:
   void doorbell(verbs::QueuePair&) override {}
   void collect(verbs::QueuePair& qp) {
-    const verbs::TxRequests r = qp.take_tx_requests_locked();
+    const verbs::TxRequests r = rdmap->take_requests(qp);
     if (r.abandon && batch != nullptr) batch->abandon_after_current_fpdu();
     if (r.shutdown) shutdown = true;
     qp.take_rtr_received_locked();
   }
+  runtime::RdmapDriver* rdmap = nullptr;
   proto::TxBatch* batch = nullptr;
   bool shutdown = false;
 };
@@ -105,8 +108,9 @@ void run_one(const std::uint8_t* data, std::size_t size) {
   lp.ord = in.ConsumeIntegralInRange<std::uint16_t>(0, 4);
   lp.expect_rtr = static_cast<proto::RtrType>(in.ConsumeIntegralInRange<int>(0, 3));
   lp.max_ulpdu = in.ConsumeIntegralInRange<std::size_t>(64, 2048);
-  std::unique_lock lock(qp.mutex());  // released around the calls that take it themselves
-  qp.attach_link_locked(&link, lp);
+  std::unique_lock lock(qp.mutex());          // released around the calls that take it themselves
+  runtime::RdmapDriver rdmap(qp, &link, lp);  // destroyed before qp
+  link.rdmap = &rdmap;
 
   std::vector<std::uint8_t> stream;
   std::size_t fed = 0;
@@ -204,18 +208,18 @@ void run_one(const std::uint8_t* data, std::size_t size) {
         continue;
       }
       case 8: {  // feed what is pending, in fuzzed pieces, through feed() or direct placement
-        while (fed < stream.size() && qp.rx_open_locked()) {
+        while (fed < stream.size() && rdmap.rx_open(qp)) {
           const std::size_t piece =
               std::min(stream.size() - fed, in.ConsumeIntegralInRange<std::size_t>(1, 4096));
-          const ByteSpan direct = qp.rx_direct_target_locked();
+          const ByteSpan direct = rdmap.direct_target();
           if (!direct.empty() && in.ConsumeBool()) {
             const std::size_t n = std::min(piece, direct.size());
             std::memcpy(direct.data(), stream.data() + fed, n);
-            qp.rx_commit_locked(n);
+            rdmap.commit_direct(qp, n);
             link.collect(qp);
             fed += n;
           } else {
-            const std::size_t used = qp.rx_feed_locked(ConstByteSpan(stream.data() + fed, piece));
+            const std::size_t used = rdmap.feed(qp, ConstByteSpan(stream.data() + fed, piece));
             link.collect(qp);
             FUZZ_CHECK(used <= piece);
             fed += used;
@@ -225,11 +229,11 @@ void run_one(const std::uint8_t* data, std::size_t size) {
         continue;
       }
       default: {  // transmit whatever the QP has to send (Read Responses, a Terminate)
-        for (int round = 0; round < 8 && qp.tx_fill_locked(batch); ++round) {
+        for (int round = 0; round < 8 && rdmap.fill(qp, batch); ++round) {
           link.collect(qp);
           std::uint64_t cookie;
           batch.consume(batch.pending_bytes());
-          while (batch.pop_sent(cookie)) qp.tx_sent_locked(cookie);
+          while (batch.pop_sent(cookie)) rdmap.sent(qp, cookie);
           link.collect(qp);
         }
         continue;
@@ -238,14 +242,13 @@ void run_one(const std::uint8_t* data, std::size_t size) {
     append_fpdu(stream, d, payload, lp.crc, corrupt);
   }
   // Feed the rest, then drain the transmit side and the CQ.
-  if (fed < stream.size() && qp.rx_open_locked())
-    qp.rx_feed_locked(ConstByteSpan(stream).subspan(fed));
+  if (fed < stream.size() && rdmap.rx_open(qp)) rdmap.feed(qp, ConstByteSpan(stream).subspan(fed));
   link.collect(qp);
-  for (int round = 0; round < 16 && qp.tx_fill_locked(batch); ++round) {
+  for (int round = 0; round < 16 && rdmap.fill(qp, batch); ++round) {
     link.collect(qp);
     std::uint64_t cookie;
     batch.consume(batch.pending_bytes());
-    while (batch.pop_sent(cookie)) qp.tx_sent_locked(cookie);
+    while (batch.pop_sent(cookie)) rdmap.sent(qp, cookie);
     link.collect(qp);
   }
   qp.link_lost_locked(false, "fuzz input ended");

@@ -8,10 +8,11 @@
 // - Terminates: a protocol violation found on receive becomes one OutboundTerminate, sent once.
 //
 // It has no sockets, threads or clocks. Memory and work queues belong to the verbs layer, which
-// the engine reaches through RdmapPort (rdmap_port.h); the caller (runtime::Stream, through the
-// QP) feeds received bytes, fills transmit batches and reports what TCP has taken.
+// the engine reaches through RdmapPort (rdmap_port.h); the caller (runtime::RdmapDriver, for the
+// stream) feeds received bytes, fills transmit batches and reports what TCP has taken.
 //
-// Thread: not thread-safe; one owner. The verbs QP owns it and drives it under the QP lock.
+// Thread: not thread-safe; one owner. The stream's runtime::RdmapDriver owns it and drives it
+// under the QP lock (the port's lock).
 #pragma once
 
 #include <cstddef>

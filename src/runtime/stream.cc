@@ -30,13 +30,13 @@ void Stream::start(const verbs::LinkParams& params, ConstByteSpan early_bytes) {
   counted_ = true;
   verbs::LinkParams p = params;
   p.max_ulpdu = tx_.first_max_ulpdu();
-  qp_->attach_link_locked(this, p);
+  rdmap_ = std::make_unique<RdmapDriver>(*qp_, this, p);  // the QP enters RTS
   pump_tx_locked(*qp_);  // our RTR, and requests posted before the connection was up
   initiator_ = p.initiator;
   // Application threads polling the QP's CQs may receive from now on.
   poll_sources_.add(qp_->config(), shared_from_this());
   if (initiator_) check_silent_peer(0);
-  if (!early_bytes.empty()) qp_->rx_feed_locked(early_bytes);
+  if (!early_bytes.empty()) rdmap_->feed(*qp_, early_bytes);
   pump_tx_locked(*qp_);
   // Bytes may already wait in the socket (sent right after the MPA exchange): look at once.
   watch_locked(true);
@@ -54,7 +54,7 @@ void Stream::check_silent_peer(int round) {
     if (self->qp_ == nullptr || self->rx_.bytes() > 0) return;  // the peer is alive: done
     MutexLock qlock(self->qp_->mutex());
     if (self->tx_.bytes() > 0) {
-      self->qp_->queue_nudge_locked();  // once: the peer had something to answer
+      self->rdmap_->queue_nudge(*self->qp_);  // once: the peer had something to answer
       self->pump_tx_locked(*self->qp_);
       return;
     }
@@ -63,12 +63,13 @@ void Stream::check_silent_peer(int round) {
 }
 
 void Stream::pump_tx_locked(verbs::QueuePair& qp) {
+  if (!rdmap_) return;  // not started yet
   if (qp.take_rtr_received_locked()) {
     engine_.post([observer = observer_] {
       if (auto o = observer.lock()) o->stream_rtr_received();
     });
   }
-  after_tx_locked(tx_.pump(qp));
+  after_tx_locked(tx_.pump(qp, *rdmap_));
 }
 
 void Stream::after_tx_locked(Transmitter::Outcome outcome) {
@@ -98,7 +99,7 @@ void Stream::on_send(long result) {
   MutexLock lock(mu_);
   if (qp_ == nullptr) return;
   MutexLock qlock(qp_->mutex());
-  const Transmitter::Outcome outcome = tx_.on_send(*qp_, result);
+  const Transmitter::Outcome outcome = tx_.on_send(*qp_, *rdmap_, result);
   if (result < 0) {
     lost_locked(false, tx_.failure());  // mu_ is held here: the stream ends at once
     return;
@@ -127,8 +128,8 @@ void Stream::receive_ended_locked(long status) {
   if (status == 0) {
     // An orderly close only between FPDUs; a stream cut inside one is a failure.
     // After a Terminate the stream was only being drained: its end is the expected close.
-    const bool terminated = !qp_->rx_open_locked();
-    const bool graceful = terminated || qp_->rx_at_boundary_locked();
+    const bool terminated = !rdmap_->rx_open(*qp_);
+    const bool graceful = terminated || rdmap_->rx_at_boundary();
     lost_locked(graceful, terminated ? "closed after a Terminate"
                           : graceful ? "the peer closed the connection"
                                      : "the peer closed the connection in the middle of an FPDU");
@@ -143,16 +144,15 @@ void Stream::watch_locked(bool maybe_readable) {
   handback_checks_ = 0;
   // Not while an application spins on the CQ: the bytes the watch received would wait for
   // this thread, while a readiness watch leaves them to the poller.
-  const ByteSpan into =
-      maybe_readable || handoff_.spinning() ? ByteSpan{} : rx_.watch_buffer();
+  const ByteSpan into = maybe_readable || handoff_.spinning() ? ByteSpan{} : rx_.watch_buffer();
   engine_.backend().watch_readable(fd_.get(), maybe_readable, into);
 }
 
 void Stream::engine_receive_locked() {
   MutexLock qlock(qp_->mutex());
-  const StreamReceiver::Outcome out = received_locked(rx_.receive(*qp_));
+  const StreamReceiver::Outcome out = received_locked(rx_.receive(*qp_, *rdmap_));
   if (qp_ == nullptr) return;
-  rx_.note_direct_target(*qp_);
+  rx_.note_direct_target(*qp_, *rdmap_);
   watch_locked(out.more);
 }
 
@@ -165,9 +165,9 @@ void Stream::on_readable(std::optional<long> received) {
   bool maybe_more = true;
   if (received) {
     MutexLock qlock(qp_->mutex());
-    const StreamReceiver::Outcome out = received_locked(rx_.take_watched(*qp_, *received));
+    const StreamReceiver::Outcome out = received_locked(rx_.take_watched(*qp_, *rdmap_, *received));
     maybe_more = out.more;
-    if (!out.ended && out.progress) rx_.note_direct_target(*qp_);
+    if (!out.ended && out.progress) rx_.note_direct_target(*qp_, *rdmap_);
   }
   if (qp_ == nullptr) return;
   if (handoff_.claimed(Clock::now())) {
@@ -207,7 +207,7 @@ bool Stream::poll_rx(bool claim) {
   MutexLock lock(mu_, std::adopt_lock);
   if (qp_ == nullptr) return false;
   MutexLock qlock(qp_->mutex());
-  return received_locked(rx_.receive(*qp_)).progress;
+  return received_locked(rx_.receive(*qp_, *rdmap_)).progress;
 }
 
 void Stream::cq_armed() {
@@ -222,6 +222,7 @@ void Stream::unbind_qp_locked() {
   if (counted_) engine_.stream_ended();
   counted_ = false;
   poll_sources_.remove(this);
+  rdmap_.reset();
   qp_->detach_link_locked();
   qp_ = nullptr;
 }

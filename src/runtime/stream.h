@@ -10,11 +10,14 @@
 // happens inline on the posting thread while the socket takes the bytes, else on the engine
 // thread once it is writable.
 //
+// The connection's protocol is an RdmapDriver (its RDMAP engine), from start() until the QP is
+// unbound; StreamReceiver feeds it, Transmitter fills and sends its batches.
+//
 // Locking (docs/threading.md): mu_ guards qp_ and the receive state; I/O callbacks and poll_rx
 // take mu_ and then the QP lock; the QP's doorbell (QpLink) rings with the QP lock held and
 // never takes mu_.
-// All other state is guarded by the QP lock while qp_ is set, and belongs to the engine thread
-// after detach.
+// All other state (rdmap_, tx_) is guarded by the QP lock while qp_ is set, and belongs to the
+// engine thread after detach.
 #pragma once
 
 #include <cstdint>
@@ -26,6 +29,7 @@
 #include "io/backend.h"
 #include "runtime/engine.h"
 #include "runtime/poll_handoff.h"
+#include "runtime/rdmap_driver.h"
 #include "runtime/stream_observer.h"
 #include "runtime/stream_receiver.h"
 #include "runtime/transmitter.h"
@@ -73,8 +77,8 @@ class Stream final : public io::IoHandler,
   // Returns `out`.
   StreamReceiver::Outcome received_locked(StreamReceiver::Outcome out) REQUIRES(mu_, qp_->mutex());
   // QP lock held: tells the observer of an RTR the QP received, sends, and acts on what the
-  // transmitter reports. Runs after every call into the QP that may have queued work. It never
-  // unbinds the QP (a failed send ends the stream from the engine thread).
+  // transmitter reports (nothing before start()). Runs after every call into the QP that may have
+  // queued work. It never unbinds the QP (a failed send ends the stream from the engine thread).
   void pump_tx_locked(verbs::QueuePair& qp) REQUIRES(qp.mutex());
   void after_tx_locked(Transmitter::Outcome outcome);
   // A receive found the end of the stream (0) or failed (-errno): the stream ends.
@@ -86,7 +90,7 @@ class Stream final : public io::IoHandler,
   void engine_receive_locked() REQUIRES(mu_);
   void schedule_handback_locked() REQUIRES(mu_);
   // Initiator only: if the peer stays silent after our first messages, one nudge (see
-  // QueuePair::queue_nudge_locked) releases a Linux siw responder that missed them.
+  // RdmapDriver::queue_nudge) releases a Linux siw responder that missed them.
   void check_silent_peer(int round);
   void unbind_qp_locked() REQUIRES(mu_, qp_->mutex());
   void lost_locked(bool graceful, const std::string& why) REQUIRES(mu_, qp_->mutex());
@@ -97,8 +101,9 @@ class Stream final : public io::IoHandler,
   Mutex mu_;
   verbs::QueuePair* qp_ GUARDED_BY(mu_);
   std::weak_ptr<StreamObserver> observer_;
-  StreamReceiver rx_ GUARDED_BY(mu_);  // and the QP lock
-  Transmitter tx_;     // the QP lock
+  std::unique_ptr<RdmapDriver> rdmap_;  // the QP lock; from start() until unbound
+  StreamReceiver rx_ GUARDED_BY(mu_);   // and the QP lock
+  Transmitter tx_;                      // the QP lock
   PollHandoff handoff_;
 
   bool watching_ GUARDED_BY(mu_) = false;             // a readiness watch is armed

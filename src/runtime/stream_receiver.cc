@@ -13,16 +13,16 @@ std::size_t StreamReceiver::next_bounce_want() {
   return want;
 }
 
-bool StreamReceiver::receive_direct(verbs::QueuePair& qp, long& status) {
+bool StreamReceiver::receive_direct(verbs::QueuePair& qp, RdmapDriver& rdmap, long& status) {
   bool progress = false;
   for (int i = 0; i < 64 && status > 0; ++i) {
-    const ByteSpan target = qp.rx_direct_target_locked();
-    if (target.size() < kDirectMin || !qp.rx_open_locked()) break;
+    const ByteSpan target = rdmap.direct_target();
+    if (target.size() < kDirectMin || !rdmap.rx_open(qp)) break;
     large_payloads_ = true;
     const long n = backend_.try_recv(fd_, target);
     if (n > 0) {
       bytes_ += static_cast<std::size_t>(n);
-      qp.rx_commit_locked(static_cast<std::size_t>(n));
+      rdmap.commit_direct(qp, static_cast<std::size_t>(n));
       progress = true;
       if (static_cast<std::size_t>(n) < target.size()) status = -EAGAIN;  // a short read: empty
       continue;
@@ -33,11 +33,11 @@ bool StreamReceiver::receive_direct(verbs::QueuePair& qp, long& status) {
   return progress;
 }
 
-StreamReceiver::Outcome StreamReceiver::receive(verbs::QueuePair& qp) {
+StreamReceiver::Outcome StreamReceiver::receive(verbs::QueuePair& qp, RdmapDriver& rdmap) {
   Outcome out;
   long status = 1;
   for (int round = 0; round < kRxRounds; ++round) {
-    if (qp.rx_open_locked()) out.progress |= receive_direct(qp, status);
+    if (rdmap.rx_open(qp)) out.progress |= receive_direct(qp, rdmap, status);
     if (status > 0) {
       const std::size_t want = next_bounce_want();
       status = backend_.try_recv(fd_, ByteSpan(bounce_.data(), want));
@@ -47,7 +47,7 @@ StreamReceiver::Outcome StreamReceiver::receive(verbs::QueuePair& qp) {
       }
       if (status > 0) {
         out.progress = true;
-        if (!feed_bounce(qp, static_cast<std::size_t>(status), want)) return out;
+        if (!feed_bounce(qp, rdmap, static_cast<std::size_t>(status), want)) return out;
         continue;
       }
     }
@@ -61,10 +61,11 @@ StreamReceiver::Outcome StreamReceiver::receive(verbs::QueuePair& qp) {
   return out;
 }
 
-bool StreamReceiver::feed_bounce(verbs::QueuePair& qp, std::size_t n, std::size_t want) {
+bool StreamReceiver::feed_bounce(verbs::QueuePair& qp, RdmapDriver& rdmap, std::size_t n,
+                                 std::size_t want) {
   bytes_ += n;
   // After a Terminate (either way) incoming bytes are read and dropped until the peer closes.
-  if (qp.rx_open_locked()) qp.rx_feed_locked(ConstByteSpan(bounce_.data(), n));
+  if (rdmap.rx_open(qp)) rdmap.feed(qp, ConstByteSpan(bounce_.data(), n));
   if (n == bounce_.size() && bounce_.size() < kBounceSize) {
     bounce_.resize(bounce_.size() * 2);  // no receive into it is in flight (the caller's locks)
   }
@@ -81,7 +82,8 @@ ByteSpan StreamReceiver::watch_buffer() {
   return ByteSpan(bounce_.data(), watch_want_);
 }
 
-StreamReceiver::Outcome StreamReceiver::take_watched(verbs::QueuePair& qp, long received) {
+StreamReceiver::Outcome StreamReceiver::take_watched(verbs::QueuePair& qp, RdmapDriver& rdmap,
+                                                     long received) {
   Outcome out;
   if (received == -EINTR || received == -EAGAIN || received == -EWOULDBLOCK) {
     out.more = true;
@@ -93,12 +95,12 @@ StreamReceiver::Outcome StreamReceiver::take_watched(verbs::QueuePair& qp, long 
     out.status = received;
     return out;
   }
-  out.more = feed_bounce(qp, static_cast<std::size_t>(received), watch_want_);
+  out.more = feed_bounce(qp, rdmap, static_cast<std::size_t>(received), watch_want_);
   return out;
 }
 
-void StreamReceiver::note_direct_target(verbs::QueuePair& qp) {
-  direct_pending_ = qp.rx_open_locked() && qp.rx_direct_target_locked().size() >= kDirectMin;
+void StreamReceiver::note_direct_target(verbs::QueuePair& qp, RdmapDriver& rdmap) {
+  direct_pending_ = rdmap.rx_open(qp) && rdmap.direct_target().size() >= kDirectMin;
 }
 
 }  // namespace uwarp::runtime

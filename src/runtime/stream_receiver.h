@@ -1,6 +1,6 @@
 // StreamReceiver: the receive side of one stream. It receives into a bounce buffer and, once a
 // segment header says where a large payload goes, straight into that registered memory (one
-// copy), and feeds what it received to the QP's engine.
+// copy), and feeds what it received to the connection's engine (RdmapDriver).
 //
 // Contract with the backend (io::IoBackend::watch_readable): after each readiness report it
 // receives until the socket is empty (EAGAIN, or a short read) or a bound (then it reports
@@ -17,6 +17,7 @@
 
 #include "base/bytes.h"
 #include "io/backend.h"
+#include "runtime/rdmap_driver.h"
 #include "verbs/queue_pair.h"
 
 namespace uwarp::runtime {
@@ -34,15 +35,16 @@ class StreamReceiver {
   StreamReceiver(io::IoBackend& backend, int fd);
 
   // Receives until the socket is empty, the stream ends, or kRxRounds receives.
-  Outcome receive(verbs::QueuePair& qp) REQUIRES(qp.mutex());
+  Outcome receive(verbs::QueuePair& qp, RdmapDriver& rdmap) REQUIRES(qp.mutex());
   // The buffer a watch may receive into (see io::IoBackend::watch_readable), or an empty span
   // when the next bytes are a large payload (this receiver places those itself, one copy).
   ByteSpan watch_buffer();
-  // What the backend received into watch_buffer() for the watch: fed to the QP. `more`: the
+  // What the backend received into watch_buffer() for the watch: fed to the engine. `more`: the
   // receive was not short, so the socket may hold more.
-  Outcome take_watched(verbs::QueuePair& qp, long received) REQUIRES(qp.mutex());
-  // Looks at the QP after its bytes were handled: is a large placement target next?
-  void note_direct_target(verbs::QueuePair& qp) REQUIRES(qp.mutex());
+  Outcome take_watched(verbs::QueuePair& qp, RdmapDriver& rdmap, long received)
+      REQUIRES(qp.mutex());
+  // Looks at the engine after its bytes were handled: is a large placement target next?
+  void note_direct_target(verbs::QueuePair& qp, RdmapDriver& rdmap) REQUIRES(qp.mutex());
   std::uint64_t bytes() const { return bytes_; }
 
   // The bounce buffer starts small (an idle QP costs little memory) and doubles, up to the
@@ -61,10 +63,11 @@ class StreamReceiver {
 
  private:
   // Receives straight into the placement target while one is pending and large.
-  bool receive_direct(verbs::QueuePair& qp, long& status) REQUIRES(qp.mutex());
+  bool receive_direct(verbs::QueuePair& qp, RdmapDriver& rdmap, long& status) REQUIRES(qp.mutex());
   // Feeds n bytes received into the bounce buffer by a receive that asked for `want`; false if
   // the receive was short (the socket is empty).
-  bool feed_bounce(verbs::QueuePair& qp, std::size_t n, std::size_t want) REQUIRES(qp.mutex());
+  bool feed_bounce(verbs::QueuePair& qp, RdmapDriver& rdmap, std::size_t n, std::size_t want)
+      REQUIRES(qp.mutex());
   // How much the next receive into the bounce buffer asks for.
   std::size_t next_bounce_want();
 

@@ -18,7 +18,7 @@ std::size_t Transmitter::first_max_ulpdu() {
   return max_ulpdu_for_mss(mss_);
 }
 
-void Transmitter::refresh_fpdu_size(verbs::QueuePair& qp) {
+void Transmitter::refresh_fpdu_size(RdmapDriver& rdmap) {
   // A path MTU change is rare, and an FPDU sized for the old MSS is still correct (TCP splits
   // it; the peer reassembles), so the system call is made at most every kMssRecheck: it was the
   // most frequent one on the small-message path.
@@ -28,7 +28,7 @@ void Transmitter::refresh_fpdu_size(verbs::QueuePair& qp) {
   const std::size_t mss = io::tcp_mss(fd_);
   if (mss != 0 && mss != mss_) {
     mss_ = mss;
-    qp.set_max_ulpdu_locked(max_ulpdu_for_mss(mss));
+    rdmap.set_max_ulpdu(max_ulpdu_for_mss(mss));
   }
 }
 
@@ -39,30 +39,30 @@ void Transmitter::apply_send_share() {
   io::set_notsent_lowat(fd_, lowat);  // best effort: without it TCP takes all it can
 }
 
-Transmitter::Outcome Transmitter::pump(verbs::QueuePair& qp) {
-  collect(qp);
-  fill_and_send(qp);
+Transmitter::Outcome Transmitter::pump(verbs::QueuePair& qp, RdmapDriver& rdmap) {
+  collect(qp, rdmap);
+  fill_and_send(qp, rdmap);
   return finish();
 }
 
-void Transmitter::collect(verbs::QueuePair& qp) {
-  const verbs::TxRequests r = qp.take_tx_requests_locked();
+void Transmitter::collect(verbs::QueuePair& qp, RdmapDriver& rdmap) {
+  const verbs::TxRequests r = rdmap.take_requests(qp);
   if (r.abandon) abandon();
   if (r.shutdown) shutdown_requested_ = true;
 }
 
-void Transmitter::fill_and_send(verbs::QueuePair& qp) {
+void Transmitter::fill_and_send(verbs::QueuePair& qp, RdmapDriver& rdmap) {
   while (!send_armed_ && !write_shut_ && !stopped_ && error_ == 0) {
     if (batch_.empty()) {
-      refresh_fpdu_size(qp);
+      refresh_fpdu_size(rdmap);
       apply_send_share();
-      const bool filled = qp.tx_fill_locked(batch_);
-      collect(qp);  // a request whose memory failed its check failed the QP meanwhile
+      const bool filled = rdmap.fill(qp, batch_);
+      collect(qp, rdmap);  // a request whose memory failed its check failed the QP meanwhile
       if (!filled) return;
     }
     const long n = io::send_iov(fd_, batch_.pending());
     if (n >= 0) {
-      consume(qp, static_cast<std::size_t>(n));
+      consume(qp, rdmap, static_cast<std::size_t>(n));
       continue;
     }
     if (n == -EAGAIN || n == -EWOULDBLOCK) {
@@ -77,15 +77,15 @@ void Transmitter::fill_and_send(verbs::QueuePair& qp) {
   }
 }
 
-void Transmitter::consume(verbs::QueuePair& qp, std::size_t n) {
+void Transmitter::consume(verbs::QueuePair& qp, RdmapDriver& rdmap, std::size_t n) {
   bytes_ += n;
   batch_.consume(n);
   std::uint64_t cookie;
-  while (batch_.pop_sent(cookie)) qp.tx_sent_locked(cookie);
-  collect(qp);  // our Terminate has gone: close
+  while (batch_.pop_sent(cookie)) rdmap.sent(qp, cookie);
+  collect(qp, rdmap);  // our Terminate has gone: close
 }
 
-Transmitter::Outcome Transmitter::on_send(verbs::QueuePair& qp, long result) {
+Transmitter::Outcome Transmitter::on_send(verbs::QueuePair& qp, RdmapDriver& rdmap, long result) {
   send_armed_ = false;
   if (abandon_pending_ && result >= 0) {
     abandon_pending_ = false;
@@ -97,8 +97,8 @@ Transmitter::Outcome Transmitter::on_send(verbs::QueuePair& qp, long result) {
     error_ = result;
     return Outcome::kFailed;
   }
-  consume(qp, static_cast<std::size_t>(result));
-  return pump(qp);
+  consume(qp, rdmap, static_cast<std::size_t>(result));
+  return pump(qp, rdmap);
 }
 
 void Transmitter::abandon() {

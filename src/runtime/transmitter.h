@@ -1,10 +1,10 @@
-// Transmitter: the transmit side of one stream. It fills batches of FPDUs from the QP's
-// engine and sends them with vectored non-blocking sends, inline on the calling thread while
-// the socket takes them, else through the backend once it is writable (one send at a time);
-// it reports each message handed to TCP completely, sizes FPDUs from the TCP MSS and the
-// socket's unsent bytes from the engine's send budget, and closes the write side once asked
-// and drained. After each call into the QP it collects what the QP asks of it
-// (verbs::TxRequests: drop the queued bytes of flushed requests, close), before it sends again.
+// Transmitter: the transmit side of one stream. It fills batches of FPDUs from the
+// connection's engine (RdmapDriver) and sends them with vectored non-blocking sends, inline on the
+// calling thread while the socket takes them, else through the backend once it is writable (one
+// send at a time); it reports each message handed to TCP completely, sizes FPDUs from the TCP MSS
+// and the socket's unsent bytes from the engine's send budget, and closes the write side once asked
+// and drained. It acts on what the QP asks of it (verbs::TxRequests, collected by the driver:
+// drop the queued bytes of flushed requests, close) before it sends again.
 //
 // Lock: the QP lock, held by the caller for every call (the posting thread, a polling thread
 // or the engine thread); the members belong to the engine thread once the QP is unbound.
@@ -18,6 +18,7 @@
 #include "io/backend.h"
 #include "proto/tx_batch.h"
 #include "runtime/engine.h"
+#include "runtime/rdmap_driver.h"
 #include "verbs/queue_pair.h"
 
 namespace uwarp::runtime {
@@ -37,9 +38,9 @@ class Transmitter {
   std::size_t first_max_ulpdu();
   // Collects the QP's requests, then fills and sends until the socket is full, the engine has
   // nothing, or sending stopped.
-  Outcome pump(verbs::QueuePair& qp) REQUIRES(qp.mutex());
+  Outcome pump(verbs::QueuePair& qp, RdmapDriver& rdmap) REQUIRES(qp.mutex());
   // The backend's send (io::IoHandler::on_send) completed with `result`.
-  Outcome on_send(verbs::QueuePair& qp, long result) REQUIRES(qp.mutex());
+  Outcome on_send(verbs::QueuePair& qp, RdmapDriver& rdmap, long result) REQUIRES(qp.mutex());
   // No more sends (the stream is being torn down).
   void stop() { stopped_ = true; }
 
@@ -48,15 +49,15 @@ class Transmitter {
   std::uint64_t bytes() const { return bytes_; }
 
  private:
-  void fill_and_send(verbs::QueuePair& qp) REQUIRES(qp.mutex());
-  // What the QP asked since the last call: acted on now.
-  void collect(verbs::QueuePair& qp) REQUIRES(qp.mutex());
+  void fill_and_send(verbs::QueuePair& qp, RdmapDriver& rdmap) REQUIRES(qp.mutex());
+  // What the QP asked since the last take: acted on now.
+  void collect(verbs::QueuePair& qp, RdmapDriver& rdmap) REQUIRES(qp.mutex());
   // Drops what is queued after the FPDU being sent (the QP flushed the requests it belongs to).
   void abandon();
-  void consume(verbs::QueuePair& qp, std::size_t n) REQUIRES(qp.mutex());
+  void consume(verbs::QueuePair& qp, RdmapDriver& rdmap, std::size_t n) REQUIRES(qp.mutex());
   Outcome finish();
   // Linux siw reads the MSS before each FPDU; here at most every kMssRecheck.
-  void refresh_fpdu_size(verbs::QueuePair& qp) REQUIRES(qp.mutex());
+  void refresh_fpdu_size(RdmapDriver& rdmap);
   // Sets the socket's TCP_NOTSENT_LOWAT to this stream's share of the engine's send budget
   // when that share has changed.
   void apply_send_share();

@@ -1,5 +1,5 @@
 // QueuePair: application calls, the verbs state machine and its flush rules, and the binding to
-// a stream. The engine's side (feeding, filling, Terminates) is in queue_pair_engine.cc.
+// a stream. The engine's side (the transmit gate, Terminates) is in queue_pair_engine.cc.
 #include "verbs/queue_pair.h"
 
 #include <new>
@@ -55,8 +55,8 @@ Status QueuePair::modify_state(QpState target) {
       request_shutdown();
       sq_.clear();
       if (own_rq_) own_rq_->drain();
-      // The engine stays until the next attach: a Terminate it queued may still go out; it
-      // receives nothing more (rx_open_locked).
+      // The stream's engine stays until the stream unbinds the QP: a Terminate it queued may
+      // still go out; it receives nothing more (receiving_locked).
       state_ = QpState::kReset;
       break;
     default: {
@@ -127,23 +127,17 @@ Status QueuePair::post_recv(const RecvWr& wr) {
 }
 
 void QueuePair::attach_link_locked(QpLink* link, const LinkParams& p) {
-  // A new stream: a new engine, so every per-stream counter starts afresh (RFC 5041: MSNs
-  // start at 1), also for a QP used before and taken back through RESET.
+  // A new stream (with a new engine): its receive starts afresh, also for a QP used before and
+  // taken back through RESET.
   disconnecting_ = false;
   receive_.reset();
   link_ = link;
   ird_ = p.ird;
   ord_ = p.ord;
-  engine_ = std::make_unique<proto::RdmapEngine>(static_cast<proto::RdmapPort&>(*this), p);
   if (state_ == QpState::kReset) state_ = QpState::kInit;
   state_ = QpState::kRts;
   tx_requests_ = TxRequests{};
   rtr_received_ = false;
-}
-
-void QueuePair::queue_nudge_locked() {
-  if (state_ != QpState::kRts || !engine_) return;
-  engine_->queue_nudge();
 }
 
 void QueuePair::disconnect_locked() {
@@ -161,10 +155,9 @@ void QueuePair::link_lost_locked(bool graceful, const std::string& why) {
 
 void QueuePair::enter_error(std::optional<WcStatus> first_status, std::uint32_t vendor_err) {
   state_ = QpState::kError;
-  // The stream drops what it has queued before it sends again (it collects this request before
-  // its next send), and the engine continues no message.
+  // The stream's engine continues no message and the stream drops what it has queued: both
+  // collect this request after the call that led here, before they read memory again.
   tx_requests_.abandon = true;
-  if (engine_) engine_->abandon();
   sq_.flush(first_status, vendor_err);
   receive_.flush();
 }

@@ -1,9 +1,10 @@
 // A reliable-connected queue pair: the verbs state machine and its flush rules, the application's
 // calls, and the binding to the stream of its connection. The protocol of that connection (FPDUs,
-// RDMAP rules, the transmit order, Terminates) is a proto::RdmapEngine that the QP owns while
-// bound; it reaches the QP's pieces through the proto::RdmapPort the QP implements: the send
-// queue (SendQueue), the receive being placed (InboundReceive), the checks of every local and
-// remote memory access against the PD's registrations (MemoryProtection).
+// RDMAP rules, the transmit order, Terminates) is a proto::RdmapEngine that the stream owns
+// while bound (runtime::RdmapDriver); it reaches the QP's pieces through the proto::RdmapPort the
+// QP implements: the send queue (SendQueue), the receive being placed (InboundReceive), the
+// checks of every local and remote memory access against the PD's registrations
+// (MemoryProtection).
 //
 // Locking: every method whose name ends in _locked requires mutex() to be held; the others take
 // it themselves. The runtime holds it while it feeds received bytes or fills a transmit batch,
@@ -61,44 +62,31 @@ class QueuePair final : private proto::RdmapPort {
   std::uint16_t ird() const;
   std::uint16_t ord() const;
 
-  // Stream binding, driven by the CM and runtime. After each call into the QP, the stream
-  // collects what the QP asks of it (no call from the QP reaches the stream meanwhile).
+  // Stream binding, driven by the runtime (runtime::RdmapDriver, which owns the connection's
+  // engine). After each call into the QP or its port, the driver collects what the QP asks of
+  // the stream (no call from the QP reaches the stream meanwhile).
   void attach_link_locked(QpLink* link, const LinkParams& params) REQUIRES(mu_);
   void detach_link_locked() REQUIRES(mu_) { link_ = nullptr; }
   bool has_link_locked() const REQUIRES(mu_) { return link_ != nullptr; }
-  void set_max_ulpdu_locked(std::size_t max_ulpdu) REQUIRES(mu_) {
-    if (engine_) engine_->set_max_ulpdu(max_ulpdu);
+  // What the connection's engine reaches the QP's queues and memory through.
+  proto::RdmapPort& port_locked() REQUIRES(mu_) { return *this; }
+  // Which messages the QP's state lets out (RTS: all; SQD: no new requests; else only a
+  // Terminate), and whether it places received bytes (not ERROR, not RESET).
+  proto::TxGate tx_gate_locked() const REQUIRES(mu_) {
+    return proto::TxGate{.responses = state_ == QpState::kRts || state_ == QpState::kSqd,
+                         .requests = state_ == QpState::kRts};
+  }
+  bool receiving_locked() const REQUIRES(mu_) {
+    return state_ != QpState::kError && state_ != QpState::kReset;
+  }
+  bool has_tx_requests_locked() const REQUIRES(mu_) {
+    return tx_requests_.abandon || tx_requests_.shutdown;
   }
   TxRequests take_tx_requests_locked() REQUIRES(mu_) {
     return std::exchange(tx_requests_, TxRequests{});
   }
   // Responder in peer-to-peer mode: the peer's RTR has arrived since the last call.
   bool take_rtr_received_locked() REQUIRES(mu_) { return std::exchange(rtr_received_, false); }
-  // Queues one zero-length RDMA Write to STag 1, TO 0 (the RFC 6581 RTR Write), at the next
-  // message boundary. It touches no memory at the peer; runtime::Stream uses it to wake a Linux
-  // siw responder that missed the first FPDUs of a connection (docs/interop.md).
-  void queue_nudge_locked() REQUIRES(mu_);
-
-  // Receive path: bytes from the stream (proto::RdmapEngine). After a protocol violation the
-  // QP queues a Terminate and rx_open_locked() turns false.
-  ByteSpan rx_direct_target_locked() REQUIRES(mu_) {
-    return engine_ ? engine_->direct_target() : ByteSpan{};
-  }
-  void rx_commit_locked(std::size_t n) REQUIRES(mu_) { engine_->commit_direct(n); }
-  std::size_t rx_feed_locked(ConstByteSpan bytes) REQUIRES(mu_) {
-    // The engine drops bytes itself once it has stopped receiving (a Terminate either way).
-    return engine_ && receiving_state() ? engine_->feed(bytes) : bytes.size();
-  }
-  bool rx_open_locked() const REQUIRES(mu_) {
-    return engine_ && engine_->rx_open() && receiving_state();
-  }
-  // No FPDU is partly received (an end of stream here is an orderly close).
-  bool rx_at_boundary_locked() const REQUIRES(mu_) { return !engine_ || engine_->rx_at_boundary(); }
-
-  // Transmit path: appends FPDUs to `batch`; returns true if it added any.
-  bool tx_fill_locked(proto::TxBatch& batch) REQUIRES(mu_);
-  // A message queued by tx_fill_locked has been handed to TCP completely.
-  void tx_sent_locked(std::uint64_t cookie) REQUIRES(mu_) { engine_->sent(cookie); }
 
   // The stream ended: graceful (EOF at an FPDU boundary after a disconnect) or not.
   void link_lost_locked(bool graceful, const std::string& why) REQUIRES(mu_);
@@ -145,10 +133,6 @@ class QueuePair final : private proto::RdmapPort {
   void request_shutdown() REQUIRES(mu_) { tx_requests_.shutdown = true; }
   // Errors.
   void enter_error(std::optional<WcStatus> first_status, std::uint32_t vendor_err) REQUIRES(mu_);
-  // The QP's state lets it receive (not ERROR, not RESET).
-  bool receiving_state() const REQUIRES(mu_) {
-    return state_ != QpState::kError && state_ != QpState::kReset;
-  }
 
   QpConfig config_;
   QpReporter reporter_;
@@ -157,13 +141,12 @@ class QueuePair final : private proto::RdmapPort {
   std::unique_ptr<ReceiveQueue> own_rq_;  // null with an SRQ
   ReceiveQueue* rq_;
 
-  // The connection: its link to the runtime and its protocol engine (while bound).
+  // The connection: its link to the runtime (while bound).
   QpLink* link_ GUARDED_BY(mu_) = nullptr;
   TxRequests tx_requests_ GUARDED_BY(mu_);     // not yet collected by the stream
   bool rtr_received_ GUARDED_BY(mu_) = false;  // not yet collected by the stream
   std::uint16_t ird_ GUARDED_BY(mu_) = 0;
   std::uint16_t ord_ GUARDED_BY(mu_) = 0;
-  std::unique_ptr<proto::RdmapEngine> engine_ GUARDED_BY(mu_);
   bool disconnecting_ GUARDED_BY(mu_) = false;
 
   // The pieces the engine reaches through the port (they refer to the members above).

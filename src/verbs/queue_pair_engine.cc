@@ -1,19 +1,10 @@
-// QueuePair and its protocol engine: received bytes fed to it, transmit batches filled by it as
-// the QP's state allows, and what the engine tells the QP through proto::RdmapPort that acts on
-// the QP itself (a request whose memory failed its check, Terminates, the RTR). Where inbound
-// segments go and what goes out next are the protection checks', the inbound receive's and the
-// send queue's (the forwards in queue_pair.h); the RDMAP rules are the engine's.
+// QueuePair and the engine of its connection: what the engine tells the QP through proto::RdmapPort
+// that acts on the QP itself (a request whose memory failed its check, Terminates, the RTR). Where
+// inbound segments go and what goes out next are the protection checks', the inbound receive's and
+// the send queue's (the forwards in queue_pair.h); the RDMAP rules are the engine's.
 #include "verbs/queue_pair.h"
 
 namespace uwarp::verbs {
-
-bool QueuePair::tx_fill_locked(proto::TxBatch& batch) {
-  if (!engine_) return false;
-  proto::RdmapEngine::TxGate gate;
-  gate.responses = state_ == QpState::kRts || state_ == QpState::kSqd;
-  gate.requests = state_ == QpState::kRts;
-  return engine_->fill(batch, gate);
-}
 
 bool QueuePair::start_request(proto::OutboundRequest& r, std::vector<ConstByteSpan>& payload) {
   if (sq_.start(r, payload)) return true;

@@ -1,6 +1,7 @@
-// Two verbs::QueuePairs back to back through a deterministic stream simulator (seeded partial
-// sends, random receive splits, coalesced batches, the direct-receive path): data, completions,
-// RTRs, fences, ORD, and the Terminate and flush paths at the verbs level.
+// Two verbs::QueuePairs, each driven by its connection's runtime::RdmapDriver, back to back through
+// a deterministic stream simulator (seeded partial sends, random receive splits, coalesced
+// batches, the direct-receive path) with no sockets or threads: data, completions, RTRs, fences,
+// ORD, and the Terminate and flush paths at the verbs level.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -15,6 +16,7 @@
 #include <vector>
 
 #include "proto/proto_test_util.h"
+#include "runtime/rdmap_driver.h"
 #include "verbs/completion_queue.h"
 #include "verbs/device.h"
 #include "verbs/protection_domain.h"
@@ -47,10 +49,10 @@ constexpr int kMaxSteps = 2'000'000;
 class FakeLink final : public QpLink {
  public:
   void doorbell(QueuePair&) override { ++doorbells; }
-  // As runtime::Stream after each of its calls into the QP: collects what the QP asks; after
-  // an error nothing more is read from the flushed requests' memory.
+  // As runtime::Stream's transmitter after each of its calls: takes what the QP asks; after an
+  // error nothing more is read from the flushed requests' memory.
   void collect() {
-    const TxRequests r = qp->take_tx_requests_locked();
+    const TxRequests r = rdmap->take_requests(*qp);
     if (r.abandon) {
       ++abandon_calls_;
       batch->abandon_after_current_fpdu();
@@ -63,6 +65,7 @@ class FakeLink final : public QpLink {
   int rtrs() { return collect(), rtr_calls_; }
 
   QueuePair* qp = nullptr;
+  runtime::RdmapDriver* rdmap = nullptr;
   proto::TxBatch* batch = nullptr;
   int doorbells = 0;
 
@@ -117,7 +120,7 @@ struct Options {
   // (a late kernel send completion). Not for Reads: a response cannot really overtake the
   // notice that frees the responder's IRD slot.
   bool defer_sent = false;
-  int direct_percent = 30;  // receive into rx_direct_target_locked() when there is one
+  int direct_percent = 30;  // receive into RdmapDriver::direct_target() when there is one
   bool b_uses_srq = false;
   std::uint32_t cq_capacity = 4096;
   QpCaps caps = big_caps();
@@ -150,7 +153,15 @@ struct Endpoint {
   ProtectionDomain* pd;
   CountingCqSink scq_events, rcq_events;
   CompletionQueue scq, rcq;
+  // Binds the QP to a new driver (its engine) with `p`, as runtime::Stream::start does.
+  void attach(const LinkParams& p) REQUIRES(qp->mutex()) {
+    link.rdmap = nullptr;
+    rdmap = std::make_unique<runtime::RdmapDriver>(*qp, &link, p);
+    link.rdmap = rdmap.get();
+  }
+
   std::unique_ptr<QueuePair> qp;
+  std::unique_ptr<runtime::RdmapDriver> rdmap;  // from attach() on; destroyed before qp
   FakeLink link;
   proto::TxBatch batch;
   Bytes emitted;              // everything this side put on the wire
@@ -189,7 +200,7 @@ class Sim {
   bool tx(Endpoint& e, bool all) {
     std::lock_guard lock(e.qp->mutex());
     if (e.batch.empty()) {
-      e.qp->tx_fill_locked(e.batch);
+      e.rdmap->fill(*e.qp, e.batch);
       e.link.collect();
     }
     if (e.batch.empty()) return false;
@@ -203,7 +214,7 @@ class Sim {
       if (opt.defer_sent) {
         e.deferred.push_back(cookie);
       } else {
-        e.qp->tx_sent_locked(cookie);
+        e.rdmap->sent(*e.qp, cookie);
         e.link.collect();
       }
     }
@@ -216,13 +227,13 @@ class Sim {
     if (avail == 0) return false;
     const std::uint8_t* src = from.emitted.data() + from.delivered;
     std::lock_guard lock(to.qp->mutex());
-    const ByteSpan target = to.qp->rx_open_locked() ? to.qp->rx_direct_target_locked() : ByteSpan{};
+    const ByteSpan target = to.rdmap->rx_open(*to.qp) ? to.rdmap->direct_target() : ByteSpan{};
     std::size_t n = 0;
     if (!target.empty() && coin(opt.direct_percent)) {
       n = std::min({avail, target.size(),
                     std::uniform_int_distribution<std::size_t>(1, target.size())(rng)});
       std::memcpy(target.data(), src, n);
-      to.qp->rx_commit_locked(n);
+      to.rdmap->commit_direct(*to.qp, n);
       to.link.collect();
       ++direct_receives;
     } else {
@@ -238,7 +249,7 @@ class Sim {
           break;  // everything so far: several batches coalesced
       }
       n = std::min(n, avail);
-      to.qp->rx_feed_locked(ConstByteSpan(src, n));  // after a failure the rest is dropped
+      to.rdmap->feed(*to.qp, ConstByteSpan(src, n));  // after a failure the rest is dropped
       to.link.collect();
     }
     from.delivered += n;
@@ -248,7 +259,7 @@ class Sim {
   bool deliver_deferred(Endpoint& e) {
     if (e.deferred.empty()) return false;
     std::lock_guard lock(e.qp->mutex());
-    e.qp->tx_sent_locked(e.deferred.front());
+    e.rdmap->sent(*e.qp, e.deferred.front());
     e.link.collect();
     e.deferred.pop_front();
     return true;
@@ -259,7 +270,7 @@ class Sim {
     for (Endpoint* e : {&a, &b}) {
       std::lock_guard lock(e->qp->mutex());
       if (e->batch.empty()) {
-        e->qp->tx_fill_locked(e->batch);
+        e->rdmap->fill(*e->qp, e->batch);
         e->link.collect();
       }
       if (!e->batch.empty() || e->delivered != e->emitted.size()) return false;
@@ -340,7 +351,7 @@ class Sim {
     p.expect_rtr = expect;
     p.max_ulpdu = opt.max_ulpdu;
     std::lock_guard lock(e.qp->mutex());
-    e.qp->attach_link_locked(&e.link, p);
+    e.attach(p);
   }
   bool coin(int percent) { return std::uniform_int_distribution<int>(0, 99)(rng) < percent; }
 
@@ -425,7 +436,7 @@ void for_each_config(const std::function<void(const Options&)>& body) {
   }
 }
 
-TEST(verbs_stream_simulator, SendWithGatherAndScatter) {
+TEST(runtime_stream_simulator, SendWithGatherAndScatter) {
   for_each_config([&](const Options& o) {
     Sim s(o);
     Region& src = s.reg(s.a, 6000, 0);
@@ -468,7 +479,7 @@ TEST(verbs_stream_simulator, SendWithGatherAndScatter) {
   });
 }
 
-TEST(verbs_stream_simulator, SolicitedEventFiresTheSolicitedArm) {
+TEST(runtime_stream_simulator, SolicitedEventFiresTheSolicitedArm) {
   for_each_config([&](const Options& o) {
     Sim s(o);
     Region& src = s.reg(s.a, 100, 0);
@@ -503,7 +514,7 @@ TEST(verbs_stream_simulator, SolicitedEventFiresTheSolicitedArm) {
   });
 }
 
-TEST(verbs_stream_simulator, SendWithInvalidate) {
+TEST(runtime_stream_simulator, SendWithInvalidate) {
   for_each_config([&](const Options& o) {
     Sim s(o);
     Region& src = s.reg(s.a, 64, 0);
@@ -534,7 +545,7 @@ TEST(verbs_stream_simulator, SendWithInvalidate) {
 
 // The receiver keeps the region that the previous Write resolved (the next segments name the
 // same STag): once that region is deregistered or invalidated, a Write to its STag is refused.
-TEST(verbs_stream_simulator, AWriteAfterTheRegionWentAwayIsRefusedThoughAnEarlierWriteFoundIt) {
+TEST(runtime_stream_simulator, AWriteAfterTheRegionWentAwayIsRefusedThoughAnEarlierWriteFoundIt) {
   for (const bool deregister : {true, false}) {
     SCOPED_TRACE(deregister ? "deregistered" : "invalidated");
     for_each_config([&](const Options& o) {
@@ -567,7 +578,7 @@ TEST(verbs_stream_simulator, AWriteAfterTheRegionWentAwayIsRefusedThoughAnEarlie
 
 // The same for local keys: a Send from, and a receive into, a region that went away after
 // earlier requests used it fail locally, and nothing is sent or written.
-TEST(verbs_stream_simulator, ALocalKeyAfterTheRegionWentAwayFailsThoughAnEarlierRequestUsedIt) {
+TEST(runtime_stream_simulator, ALocalKeyAfterTheRegionWentAwayFailsThoughAnEarlierRequestUsedIt) {
   for (const bool deregister : {true, false}) {
     for (const bool sender : {true, false}) {
       SCOPED_TRACE(std::string(deregister ? "deregistered" : "invalidated") +
@@ -602,7 +613,7 @@ TEST(verbs_stream_simulator, ALocalKeyAfterTheRegionWentAwayFailsThoughAnEarlier
   }
 }
 
-TEST(verbs_stream_simulator, SendWithInvalidateOfAnotherPdsStagIsRefused) {
+TEST(runtime_stream_simulator, SendWithInvalidateOfAnotherPdsStagIsRefused) {
   Sim s;
   Region& src = s.reg(s.a, 64, 0);
   Region& dst = s.reg(s.b, 64, access::kLocalWrite);
@@ -621,7 +632,7 @@ TEST(verbs_stream_simulator, SendWithInvalidateOfAnotherPdsStagIsRefused) {
   EXPECT_EQ(t[0].code, term::kRdmapCannotInvalidateProtection);
 }
 
-TEST(verbs_stream_simulator, RdmaWrite) {
+TEST(runtime_stream_simulator, RdmaWrite) {
   int direct_receives = 0;
   for_each_config([&](const Options& o) {
     Sim s(o);
@@ -648,7 +659,7 @@ TEST(verbs_stream_simulator, RdmaWrite) {
   EXPECT_GT(direct_receives, 0) << "the direct-receive path was exercised";
 }
 
-TEST(verbs_stream_simulator, RdmaReadIntoAMultiSgeSink) {
+TEST(runtime_stream_simulator, RdmaReadIntoAMultiSgeSink) {
   for_each_config([&](const Options& o) {
     Sim s(o);
     Region& remote = s.reg(s.b, 20000, kAllRemote);
@@ -674,7 +685,7 @@ TEST(verbs_stream_simulator, RdmaReadIntoAMultiSgeSink) {
   });
 }
 
-TEST(verbs_stream_simulator, BackToBackReadsEachGetTheirOwnData) {
+TEST(runtime_stream_simulator, BackToBackReadsEachGetTheirOwnData) {
   for_each_config([&](const Options& o) {
     Sim s(o);
     Region& remote = s.reg(s.b, 4000, kAllRemote);
@@ -708,7 +719,7 @@ TEST(verbs_stream_simulator, BackToBackReadsEachGetTheirOwnData) {
   });
 }
 
-TEST(verbs_stream_simulator, ZeroLengthOperations) {
+TEST(runtime_stream_simulator, ZeroLengthOperations) {
   for_each_config([&](const Options& o) {
     Sim s(o);
     Region& dst = s.reg(s.b, 16, kAllRemote);
@@ -737,7 +748,7 @@ TEST(verbs_stream_simulator, ZeroLengthOperations) {
   });
 }
 
-TEST(verbs_stream_simulator, InlineDataIsCopiedAtPostTime) {
+TEST(runtime_stream_simulator, InlineDataIsCopiedAtPostTime) {
   for_each_config([&](const Options& o) {
     Sim s(o);
     Region& dst = s.reg(s.b, 400, kAllRemote);
@@ -767,7 +778,7 @@ TEST(verbs_stream_simulator, InlineDataIsCopiedAtPostTime) {
   });
 }
 
-TEST(verbs_stream_simulator, InlineLongerThanTheDeviceLimitIsRefused) {
+TEST(runtime_stream_simulator, InlineLongerThanTheDeviceLimitIsRefused) {
   Sim s;
   Bytes app(s.device.limits().max_inline_data + 1, 1);
   const std::vector<Sge> sges = {
@@ -776,7 +787,7 @@ TEST(verbs_stream_simulator, InlineLongerThanTheDeviceLimitIsRefused) {
             Errc::kInvalidArgument);
 }
 
-TEST(verbs_stream_simulator, UnsignaledRequestsCompleteSilently) {
+TEST(runtime_stream_simulator, UnsignaledRequestsCompleteSilently) {
   for_each_config([&](const Options& o) {
     Sim s(o);
     Region& src = s.reg(s.a, 100, 0);
@@ -796,7 +807,7 @@ TEST(verbs_stream_simulator, UnsignaledRequestsCompleteSilently) {
   });
 }
 
-TEST(verbs_stream_simulator, FencedSendWaitsForThePriorRead) {
+TEST(runtime_stream_simulator, FencedSendWaitsForThePriorRead) {
   for_each_config([&](const Options& o) {
     for (bool fence : {false, true}) {
       SCOPED_TRACE(fence ? "fenced" : "not fenced");
@@ -831,7 +842,7 @@ TEST(verbs_stream_simulator, FencedSendWaitsForThePriorRead) {
   });
 }
 
-TEST(verbs_stream_simulator, OrdBoundsOutstandingReads) {
+TEST(runtime_stream_simulator, OrdBoundsOutstandingReads) {
   for_each_config([&](const Options& o) {
     Options opt = o;
     opt.ord = 2;
@@ -855,7 +866,7 @@ TEST(verbs_stream_simulator, OrdBoundsOutstandingReads) {
   });
 }
 
-TEST(verbs_stream_simulator, ReadsBeyondThePeersIrdAreTerminated) {
+TEST(runtime_stream_simulator, ReadsBeyondThePeersIrdAreTerminated) {
   Options o;
   o.ord = 4;
   o.ird = 4;
@@ -866,7 +877,7 @@ TEST(verbs_stream_simulator, ReadsBeyondThePeersIrdAreTerminated) {
     LinkParams p;
     p.ird = 1;
     p.ord = 1;
-    s.b.qp->attach_link_locked(&s.b.link, p);
+    s.b.attach(p);
   }
   Region& remote = s.reg(s.b, 400, kAllRemote);
   Region& sink = s.reg(s.a, 400, access::kLocalWrite);
@@ -879,7 +890,7 @@ TEST(verbs_stream_simulator, ReadsBeyondThePeersIrdAreTerminated) {
   s.pump_only(s.a);
   {
     std::lock_guard lock(s.b.qp->mutex());
-    s.b.qp->rx_feed_locked(s.a.emitted);
+    s.b.rdmap->feed(*s.b.qp, s.a.emitted);
     s.b.link.collect();
     s.a.delivered = s.a.emitted.size();
   }
@@ -890,7 +901,7 @@ TEST(verbs_stream_simulator, ReadsBeyondThePeersIrdAreTerminated) {
   EXPECT_EQ(t[0].rdmap_header.size(), wire::kReadRequestSize);
 }
 
-TEST(verbs_stream_simulator, ManyMixedMessagesBothWays) {
+TEST(runtime_stream_simulator, ManyMixedMessagesBothWays) {
   for_each_config([&](const Options& o) {
     Options opt = o;
     opt.ord = 4;
@@ -993,7 +1004,7 @@ TEST(verbs_stream_simulator, ManyMixedMessagesBothWays) {
   });
 }
 
-TEST(verbs_stream_simulator, SharedReceiveQueue) {
+TEST(runtime_stream_simulator, SharedReceiveQueue) {
   Options o;
   o.b_uses_srq = true;
   Sim s(o);
@@ -1018,7 +1029,7 @@ TEST(verbs_stream_simulator, SharedReceiveQueue) {
   EXPECT_EQ(s.srq->size(), 1u) << "SRQ entries stay with the SRQ";
 }
 
-TEST(verbs_stream_simulator, SendQueueDrainedStateHoldsNewRequests) {
+TEST(runtime_stream_simulator, SendQueueDrainedStateHoldsNewRequests) {
   Sim s;
   Region& src = s.reg(s.a, 10, 0);
   Region& dst = s.reg(s.b, 10, access::kLocalWrite);
@@ -1035,7 +1046,7 @@ TEST(verbs_stream_simulator, SendQueueDrainedStateHoldsNewRequests) {
   EXPECT_EQ(ids_of(poll_all(s.b.rcq)), std::vector<std::uint64_t>{1});
 }
 
-TEST(verbs_stream_simulator, CompletionQueueOverflowIsAnAsyncError) {
+TEST(runtime_stream_simulator, CompletionQueueOverflowIsAnAsyncError) {
   Options o;
   o.cq_capacity = 2;
   Sim s(o);
@@ -1047,7 +1058,7 @@ TEST(verbs_stream_simulator, CompletionQueueOverflowIsAnAsyncError) {
   EXPECT_EQ(ids_of(poll_all(s.a.scq)), (std::vector<std::uint64_t>{0, 1}));
 }
 
-TEST(verbs_stream_simulator, SendQueueDepthIsEnforced) {
+TEST(runtime_stream_simulator, SendQueueDepthIsEnforced) {
   Options o;
   o.caps.max_send_wr = 3;
   o.caps.max_send_sge = 2;
@@ -1064,7 +1075,7 @@ TEST(verbs_stream_simulator, SendQueueDepthIsEnforced) {
       << "room again after completions";
 }
 
-TEST(verbs_stream_simulator, QueuePairStateMachine) {
+TEST(runtime_stream_simulator, QueuePairStateMachine) {
   Device device;
   ProtectionDomain pd(1);
   CompletionQueue cq(16, nullptr, nullptr);
@@ -1109,7 +1120,7 @@ TEST(verbs_stream_simulator, QueuePairStateMachine) {
 // RTR (RFC 6581 peer-to-peer mode)
 // ---------------------------------------------------------------------------------------------
 
-TEST(verbs_stream_simulator, WriteRtrComesFirstAndReleasesTheResponder) {
+TEST(runtime_stream_simulator, WriteRtrComesFirstAndReleasesTheResponder) {
   for (bool crc : {false, true}) {
     Options o;
     o.crc = crc;
@@ -1143,7 +1154,7 @@ TEST(verbs_stream_simulator, WriteRtrComesFirstAndReleasesTheResponder) {
   }
 }
 
-TEST(verbs_stream_simulator, ReadRtrIsAnsweredWithAZeroLengthReadResponse) {
+TEST(runtime_stream_simulator, ReadRtrIsAnsweredWithAZeroLengthReadResponse) {
   Options o;
   o.a_sends_rtr = proto::RtrType::kRead;
   o.b_expects_rtr = proto::RtrType::kRead;
@@ -1176,7 +1187,7 @@ TEST(verbs_stream_simulator, ReadRtrIsAnsweredWithAZeroLengthReadResponse) {
   EXPECT_EQ(sink.bytes, remote.bytes);
 }
 
-TEST(verbs_stream_simulator, SendRtrUsesMsnOneButNoReceive) {
+TEST(runtime_stream_simulator, SendRtrUsesMsnOneButNoReceive) {
   Options o;
   o.a_sends_rtr = proto::RtrType::kSend;
   o.b_expects_rtr = proto::RtrType::kSend;
@@ -1199,7 +1210,7 @@ TEST(verbs_stream_simulator, SendRtrUsesMsnOneButNoReceive) {
   EXPECT_EQ(dst.bytes, src.bytes);
 }
 
-TEST(verbs_stream_simulator, WrongRtrIsTerminatedWithNoMatchingRtr) {
+TEST(runtime_stream_simulator, WrongRtrIsTerminatedWithNoMatchingRtr) {
   Options o;
   o.a_sends_rtr = proto::RtrType::kWrite;
   o.b_expects_rtr = proto::RtrType::kRead;
@@ -1224,7 +1235,7 @@ struct WriteCase {
   wire::TerminateCode code;
 };
 
-TEST(verbs_stream_simulator, WriteErrorsTerminateWithTheTaggedBufferCode) {
+TEST(runtime_stream_simulator, WriteErrorsTerminateWithTheTaggedBufferCode) {
   const WriteCase cases[] = {
       {"unknown stag", term::kDdpTaggedInvalidStag},
       {"out of bounds", term::kDdpTaggedBaseBounds},
@@ -1307,7 +1318,7 @@ TEST(verbs_stream_simulator, WriteErrorsTerminateWithTheTaggedBufferCode) {
   }
 }
 
-TEST(verbs_stream_simulator, ReadSourceErrorsTerminateWithTheRemoteProtectionCode) {
+TEST(runtime_stream_simulator, ReadSourceErrorsTerminateWithTheRemoteProtectionCode) {
   const WriteCase cases[] = {
       {"unknown stag", term::kRdmapInvalidStag},   {"out of bounds", term::kRdmapBaseBounds},
       {"other pd", term::kRdmapStagNotAssociated}, {"no remote read", term::kRdmapAccessRights},
@@ -1367,7 +1378,7 @@ TEST(verbs_stream_simulator, ReadSourceErrorsTerminateWithTheRemoteProtectionCod
   }
 }
 
-TEST(verbs_stream_simulator, SendWithoutAReceiveIsFatal) {
+TEST(runtime_stream_simulator, SendWithoutAReceiveIsFatal) {
   Options o;
   o.defer_sent = true;
   Sim s(o);
@@ -1385,7 +1396,7 @@ TEST(verbs_stream_simulator, SendWithoutAReceiveIsFatal) {
   EXPECT_TRUE(s.async.has(AsyncEventType::kQpFatal, s.b.qp->qp_num()));
 }
 
-TEST(verbs_stream_simulator, SendLargerThanTheReceive) {
+TEST(runtime_stream_simulator, SendLargerThanTheReceive) {
   for_each_config([&](const Options& o) {
     Sim s(o);
     Region& src = s.reg(s.a, 5000, 0);
@@ -1407,7 +1418,7 @@ TEST(verbs_stream_simulator, SendLargerThanTheReceive) {
   });
 }
 
-TEST(verbs_stream_simulator, ReceiveWithABadLkeyFailsLocally) {
+TEST(runtime_stream_simulator, ReceiveWithABadLkeyFailsLocally) {
   Sim s;
   Region& src = s.reg(s.a, 50, 0);
   Region& ro = s.reg(s.b, 50, access::kRemoteRead);  // no local write
@@ -1421,7 +1432,7 @@ TEST(verbs_stream_simulator, ReceiveWithABadLkeyFailsLocally) {
   EXPECT_EQ(s.b.qp->state(), QpState::kError);
 }
 
-TEST(verbs_stream_simulator, LocalProtectionErrorFailsTheQpAndFlushesTheRest) {
+TEST(runtime_stream_simulator, LocalProtectionErrorFailsTheQpAndFlushesTheRest) {
   Sim s;
   Region& src = s.reg(s.a, 100, 0);
   Region& dst = s.reg(s.b, 100, kAllRemote);
@@ -1462,7 +1473,7 @@ TEST(verbs_stream_simulator, LocalProtectionErrorFailsTheQpAndFlushesTheRest) {
   EXPECT_TRUE(s2.a.emitted.empty());
 }
 
-TEST(verbs_stream_simulator, ModifyToErrorFlushesBothQueues) {
+TEST(runtime_stream_simulator, ModifyToErrorFlushesBothQueues) {
   Sim s;
   Region& src = s.reg(s.a, 100, 0);
   Region& dst = s.reg(s.a, 300, access::kLocalWrite);
@@ -1496,7 +1507,7 @@ TEST(verbs_stream_simulator, ModifyToErrorFlushesBothQueues) {
   EXPECT_TRUE(s.a.emitted.empty());
 }
 
-TEST(verbs_stream_simulator, ReceivedTerminateFailsTheOutstandingRead) {
+TEST(runtime_stream_simulator, ReceivedTerminateFailsTheOutstandingRead) {
   // The peer reports a Terminate while a Read awaits its response: the Read completes with the
   // remote status, the rest is flushed, the QP errs and the stream is closed.
   Sim s;
@@ -1517,7 +1528,7 @@ TEST(verbs_stream_simulator, ReceivedTerminateFailsTheOutstandingRead) {
       proto::testing::untagged_header(RdmapOpcode::kTerminate, 2, 1), body, false);
   {
     std::lock_guard lock(s.a.qp->mutex());
-    s.a.qp->rx_feed_locked(f);
+    s.a.rdmap->feed(*s.a.qp, f);
     s.a.link.collect();
   }
   const auto swc = poll_all(s.a.scq);
@@ -1530,7 +1541,7 @@ TEST(verbs_stream_simulator, ReceivedTerminateFailsTheOutstandingRead) {
   EXPECT_TRUE(s.async.has(AsyncEventType::kQpFatal, s.a.qp->qp_num()));
 }
 
-TEST(verbs_stream_simulator, SiwTerminateWithSwappedLayerIsReadBothWays) {
+TEST(runtime_stream_simulator, SiwTerminateWithSwappedLayerIsReadBothWays) {
   // siw's LLP/0/0x07 arrives as 0x02 0x07 (layer and etype swapped); the raw word is kept.
   EXPECT_EQ(status_for_remote_terminate(0x02070000), WcStatus::kRemoteOperationError);
   EXPECT_EQ(status_for_remote_terminate(0x11000000), WcStatus::kRemoteAccessError);  // DDP/1
@@ -1544,7 +1555,7 @@ TEST(verbs_stream_simulator, SiwTerminateWithSwappedLayerIsReadBothWays) {
   EXPECT_EQ(status_for_remote_terminate(0x20020000), WcStatus::kRemoteOperationError);  // LLP/0/2
 }
 
-TEST(verbs_stream_simulator, SiwTerminateFlagBitsSelectTheSwappedReading) {
+TEST(runtime_stream_simulator, SiwTerminateFlagBitsSelectTheSwappedReading) {
   // Seen from Linux 6.1 siw (docs/interop.md): an RDMA Read of an unknown STag and one beyond
   // the region get RDMAP / remote protection / 0x00 and 0x01, written 10 00 07 00 and
   // 10 01 07 00 (M, D, R in the low bits of the third byte). Read as RFC 5040 that is DDP / 0.
@@ -1557,7 +1568,7 @@ TEST(verbs_stream_simulator, SiwTerminateFlagBitsSelectTheSwappedReading) {
   EXPECT_EQ(status_for_remote_terminate(0x0100e000), WcStatus::kRemoteAccessError);  // RDMAP/1
 }
 
-TEST(verbs_stream_simulator, BytesAfterAReceivedTerminateDoNotProvokeATerminate) {
+TEST(runtime_stream_simulator, BytesAfterAReceivedTerminateDoNotProvokeATerminate) {
   // A Terminate and more FPDUs in one read: reception ends at the Terminate, quietly.
   Sim s;
   wire::TerminateMessage m;
@@ -1574,7 +1585,7 @@ TEST(verbs_stream_simulator, BytesAfterAReceivedTerminateDoNotProvokeATerminate)
                                    pattern(100, 2), false));
   {
     std::lock_guard lock(s.b.qp->mutex());
-    s.b.qp->rx_feed_locked(stream);
+    s.b.rdmap->feed(*s.b.qp, stream);
     s.b.link.collect();
   }
   s.run();
@@ -1599,7 +1610,7 @@ void flush_with_queued_fpdus(std::size_t extra_sent) {
   Bytes all;
   {
     std::lock_guard lock(s.a.qp->mutex());
-    s.a.qp->tx_fill_locked(s.a.batch);
+    s.a.rdmap->fill(*s.a.qp, s.a.batch);
     s.a.link.collect();
     all = proto::testing::flatten(s.a.batch.pending());
     s.a.batch.consume(first + extra_sent);
@@ -1607,15 +1618,15 @@ void flush_with_queued_fpdus(std::size_t extra_sent) {
   Bytes terminate;
   {
     std::lock_guard lock(s.b.qp->mutex());
-    s.b.qp->rx_feed_locked(ConstByteSpan(all).first(first));
+    s.b.rdmap->feed(*s.b.qp, ConstByteSpan(all).first(first));
     s.b.link.collect();
-    s.b.qp->tx_fill_locked(s.b.batch);
+    s.b.rdmap->fill(*s.b.qp, s.b.batch);
     s.b.link.collect();
     terminate = proto::testing::flatten(s.b.batch.pending());
   }
   {
     std::lock_guard lock(s.a.qp->mutex());
-    s.a.qp->rx_feed_locked(terminate);
+    s.a.rdmap->feed(*s.a.qp, terminate);
     s.a.link.collect();
   }
   EXPECT_EQ(s.a.qp->state(), QpState::kError);
@@ -1629,14 +1640,14 @@ void flush_with_queued_fpdus(std::size_t extra_sent) {
   EXPECT_EQ(proto::testing::flatten(s.a.batch.pending()), expected);
 }
 
-TEST(verbs_stream_simulator, FlushDropsFpdusNotYetStarted) {
+TEST(runtime_stream_simulator, FlushDropsFpdusNotYetStarted) {
   flush_with_queued_fpdus(0);
 }
-TEST(verbs_stream_simulator, FlushCopiesTheRestOfAPartlySentFpdu) {
+TEST(runtime_stream_simulator, FlushCopiesTheRestOfAPartlySentFpdu) {
   flush_with_queued_fpdus(10);
 }
 
-TEST(verbs_stream_simulator, CrcErrorTerminatesWithLlpCrc) {
+TEST(runtime_stream_simulator, CrcErrorTerminatesWithLlpCrc) {
   Options o;
   o.crc = true;
   Sim s(o);
@@ -1647,7 +1658,7 @@ TEST(verbs_stream_simulator, CrcErrorTerminatesWithLlpCrc) {
   f[30] ^= 0x04;
   {
     std::lock_guard lock(s.b.qp->mutex());
-    s.b.qp->rx_feed_locked(f);
+    s.b.rdmap->feed(*s.b.qp, f);
     s.b.link.collect();
   }
   s.run();
@@ -1661,7 +1672,7 @@ TEST(verbs_stream_simulator, CrcErrorTerminatesWithLlpCrc) {
   EXPECT_EQ(rwc[0].status, WcStatus::kWrFlushError) << "a corrupted Send never completes a receive";
 }
 
-TEST(verbs_stream_simulator, DisconnectAndLinkLoss) {
+TEST(runtime_stream_simulator, DisconnectAndLinkLoss) {
   {
     Sim s;
     Region& dst = s.reg(s.a, 100, access::kLocalWrite);

@@ -1,0 +1,27 @@
+#include "runtime/rdmap_driver.h"
+
+#include <utility>
+
+namespace uwarp::runtime {
+
+RdmapDriver::RdmapDriver(verbs::QueuePair& qp, verbs::QpLink* link, const verbs::LinkParams& params)
+    : engine_(qp.port_locked(), params) {
+  qp.attach_link_locked(link, params);
+}
+
+void RdmapDriver::queue_nudge(verbs::QueuePair& qp) {
+  if (qp.tx_gate_locked().requests) engine_.queue_nudge();
+}
+
+verbs::TxRequests RdmapDriver::take_requests(verbs::QueuePair& qp) {
+  collect(qp);
+  return std::exchange(pending_, verbs::TxRequests{});
+}
+
+void RdmapDriver::apply(const verbs::TxRequests& r) {
+  if (r.abandon) engine_.abandon();
+  pending_.abandon = pending_.abandon || r.abandon;
+  pending_.shutdown = pending_.shutdown || r.shutdown;
+}
+
+}  // namespace uwarp::runtime
