@@ -64,7 +64,7 @@ struct Harness {
       mr[i]->iova = 0x10000u * (i + 1);
       mr[i]->access = rights[i];
       mr[i]->pd = i == 3 ? &other_pd : &pd;
-      device.stags().insert(mr[i]);
+      FUZZ_CHECK(device.stags().insert(mr[i]));
     }
   }
 };

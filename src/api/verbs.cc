@@ -2,6 +2,7 @@
 #include "uwarp/verbs.h"
 
 #include <thread>
+#include <utility>
 
 #include "api/impl.h"
 
@@ -113,7 +114,7 @@ Result<MemoryRegion> ProtectionDomain::reg_mr_iova(void* addr, std::size_t lengt
   mr->iova = iova;
   mr->access = access_flags;
   mr->pd = &impl_->pd;
-  if (!impl_->ctx->device.stags().insert(mr)) return error(Errc::kNoResources, "STag table is full");
+  if (Status s = impl_->ctx->device.stags().insert(mr); !s) return Unexpected{std::move(s)};
   impl_->pd.users.fetch_add(1);
   auto m = std::make_shared<detail::MrImpl>();
   m->pd = impl_;

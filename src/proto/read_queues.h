@@ -28,7 +28,9 @@ struct OutboundRead {
   wire::Stag sink_stag;
   wire::TaggedOffset sink_offset;
   std::uint32_t length = 0;
-  std::uint32_t placed = 0;  // response bytes placed so far
+  // Response bytes placed so far: the sink's first `placed` bytes, as the segments of one
+  // message come in order (match_segment() accepts only the segment that continues them).
+  std::uint32_t placed = 0;
 };
 
 // Which Read a Read Response segment (or whole response) belongs to.
@@ -54,14 +56,17 @@ class OutboundReadQueue {
   void push_rtr_read() { rtr_read_pending_ = true; }
 
   // Receive: a Read Response segment for [to, to + length) of `stag`: the oldest Read's, if it
-  // lies in the sink that Read advertised; else the DDP tagged-buffer error.
+  // starts where the bytes already placed end (sink TO + placed) and stays in the sink that Read
+  // advertised; else the DDP tagged-buffer error. So each sink byte is placed exactly once, and
+  // a response that overlaps, repeats or skips bytes never completes its Read.
   Expected<ReadResponseTarget, wire::TerminateCode> match_segment(wire::Stag stag,
                                                                   wire::TaggedOffset to,
                                                                   std::size_t length) const;
-  // The port placed `length` bytes of the segment match_segment() matched to the oldest Read.
+  // The port placed `length` bytes of the segment match_segment() matched to the oldest Read
+  // (no more than it allowed: `placed` never exceeds the Read's length).
   void placed(std::size_t length) { reads_.front().placed += static_cast<std::uint32_t>(length); }
-  // The response's last segment has arrived: its Read leaves the queue. The error if there is
-  // no Read or the response was shorter than the Read.
+  // The response's last segment (DDP L=1) has arrived: its Read leaves the queue. The error if
+  // there is no Read or the response placed fewer bytes than the Read's length.
   Expected<ReadResponseTarget, wire::TerminateCode> complete();
 
   // The QP failed: every Read is dropped (the RTR Read, which has no memory, stays expected).

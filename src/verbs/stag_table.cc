@@ -1,28 +1,30 @@
 #include "verbs/stag_table.h"
 
 #include <mutex>
+#include <utility>
 
 namespace uwarp::verbs {
 
-StagTable::StagTable() {
-  std::random_device rd;
-  std::seed_seq seq{rd(), rd(), rd(), rd()};
-  rng_.seed(seq);
-}
+StagTable::StagTable(RandomSource random) : random_(std::move(random)) {}
 
-bool StagTable::insert(const MemoryRegionRef& mr) {
+Status StagTable::insert(const MemoryRegionRef& mr) {
   WriterLock lock(mu_);
   constexpr std::uint32_t kIndexMask = (1u << kIndexBits) - 1;
-  if (used_index_.size() + quarantined_.size() >= kIndexMask - 1) return false;
+  if (used_index_.size() + quarantined_.size() >= kIndexMask - 1) {
+    return Status(Errc::kNoResources, "STag table is full");
+  }
   std::uint32_t index = 0;
+  std::uint32_t key = 0;
   do {
-    index = static_cast<std::uint32_t>(rng_()) & kIndexMask;
+    const Result<std::uint64_t> word = random_.next();
+    if (!word) return Status(word.error().code(), "no random STag: " + word.error().message());
+    index = static_cast<std::uint32_t>(*word) & kIndexMask;
+    key = static_cast<std::uint32_t>(*word >> kIndexBits) & 0xFF;
   } while (index == 0 || used_index_.count(index) != 0 || quarantined_.count(index) != 0);
-  const auto key = static_cast<std::uint32_t>(rng_() & 0xFF);
   mr->stag = (index << 8) | key;
   used_index_.insert(index);
   by_stag_.emplace(mr->stag, mr);
-  return true;
+  return Status::ok();
 }
 
 void StagTable::erase(std::uint32_t stag) {

@@ -8,7 +8,9 @@
 #include <deque>
 #include <functional>
 #include <map>
+#include <optional>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -403,6 +405,58 @@ TEST_P(EngineViolations, OneTerminateIsSentAndThePeerReportsIt) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Rules, EngineViolations, ::testing::ValuesIn(violations()),
+                         [](const auto& test) { return test.param.name; });
+
+// A Read Response as the peer sends it: its segments' [offset, offset + length) in the sink and
+// whether each carries L=1; the Terminate the Read's initiator answers with, if any.
+struct ReadResponseCase {
+  std::string name;
+  std::vector<std::tuple<std::uint64_t, std::size_t, bool>> segments;
+  std::optional<wire::TerminateCode> code;
+};
+
+void PrintTo(const ReadResponseCase& c, std::ostream* os) { *os << c.name; }
+
+class EngineReadResponses : public ::testing::TestWithParam<ReadResponseCase> {};
+
+// `a` reads 100 bytes into sink STag 0x300 at TO 0; the peer answers with the case's segments.
+// Only a response that writes every sink byte once, in order, completes the Read.
+TEST_P(EngineReadResponses, OnlyEverySinkByteOnceCompletesTheRead) {
+  Endpoint a(params(false)), peer(params(false));
+  const Bytes source = pattern(110, 11);  // what the peer's segments carry, by sink offset
+  Bytes sink(100, 0);
+  a.port.post_read(&sink, 0x300, 0x200, 0);
+  transmit(a);  // the Read Request; the peer's answer is written by hand
+  for (const auto& [offset, length, last] : GetParam().segments) {
+    const auto h = testing::tagged_header(wire::RdmapOpcode::kReadResponse, 0x300, offset, last);
+    testing::append(peer.wire,
+                    testing::fpdu(h, ConstByteSpan(source).subspan(offset, length), false));
+  }
+  deliver(peer, a, 5);
+  if (!GetParam().code) {
+    EXPECT_TRUE(a.port.terminates_queued.empty());
+    EXPECT_EQ(a.port.reads_done, std::vector<std::uint64_t>{1});
+    EXPECT_EQ(sink, Bytes(source.begin(), source.begin() + 100));
+    return;
+  }
+  EXPECT_EQ(a.port.terminates_queued, std::vector<wire::TerminateCode>{*GetParam().code});
+  EXPECT_TRUE(a.port.reads_done.empty()) << "the Read does not complete";
+  EXPECT_FALSE(a.engine.rx_open());
+}
+
+std::vector<ReadResponseCase> read_responses() {
+  const wire::TerminateCode bounds = term::kDdpTaggedBaseBounds;
+  return {
+      {"InOrder", {{0, 40, false}, {40, 0, false}, {40, 60, true}}, std::nullopt},
+      {"Overlapping", {{0, 60, false}, {20, 40, true}}, bounds},  // [60, 100) never written
+      {"Repeated", {{0, 50, false}, {0, 50, true}}, bounds},
+      {"Gap", {{0, 40, false}, {60, 40, false}, {40, 20, true}}, bounds},
+      {"LastSetEarly", {{0, 60, true}, {60, 40, true}}, bounds},
+      {"PastTheLastByte", {{0, 100, false}, {100, 10, true}}, bounds},
+  };
+}
+
+INSTANTIATE_TEST_SUITE_P(Responses, EngineReadResponses, ::testing::ValuesIn(read_responses()),
                          [](const auto& test) { return test.param.name; });
 
 TEST(RdmapEngine, AbandonDropsTheMessageInProgress) {

@@ -1,11 +1,14 @@
 // proto::OutboundReadQueue and InboundReadQueue alone: fences and ORD on transmit, Read
-// Responses matched to the oldest Read and its advertised sink, short responses, the RTR Read's
-// empty answer, abandon; the inbound queue's order and how long it holds a Read's source.
+// Responses matched to the oldest Read and its advertised sink, segment by segment in order
+// (overlaps, repeats and gaps refused), short responses, the RTR Read's empty answer, abandon;
+// the inbound queue's order and how long it holds a Read's source.
 #include "proto/read_queues.h"
 
 #include <gtest/gtest.h>
 
+#include <initializer_list>
 #include <memory>
+#include <optional>
 
 #include "proto/proto_test_util.h"
 #include "proto/rtr.h"
@@ -54,6 +57,10 @@ TEST(proto_read_queues, ASegmentIsPlacedInTheOldestReadsSink) {
   OutboundReadQueue orq(4);
   orq.push(read(7, 0x10, 0x1000, 100));
   orq.push(read(8, 0x11, 0, 100));
+  auto first = orq.match_segment(Stag{0x10}, TaggedOffset{0x1000}, 0x40);
+  ASSERT_TRUE(first);
+  EXPECT_EQ(first->offset, 0u);
+  orq.placed(0x40);
   auto target = orq.match_segment(Stag{0x10}, TaggedOffset{0x1040}, 36);
   ASSERT_TRUE(target);
   EXPECT_FALSE(target->rtr);
@@ -70,11 +77,94 @@ TEST(proto_read_queues, ASegmentOutsideTheAdvertisedSinkIsABoundsError) {
   auto before = orq.match_segment(Stag{0x10}, TaggedOffset{0xFFF}, 1);
   ASSERT_FALSE(before);
   EXPECT_EQ(before.error(), term::kDdpTaggedBaseBounds);
+  auto too_long = orq.match_segment(Stag{0x10}, TaggedOffset{0x1000}, 101);
+  ASSERT_FALSE(too_long);
+  EXPECT_EQ(too_long.error(), term::kDdpTaggedBaseBounds);
+  ASSERT_TRUE(orq.match_segment(Stag{0x10}, TaggedOffset{0x1000}, 60));
+  orq.placed(60);
   auto past = orq.match_segment(Stag{0x10}, TaggedOffset{0x1000 + 60}, 41);
   ASSERT_FALSE(past);
   EXPECT_EQ(past.error(), term::kDdpTaggedBaseBounds);
   EXPECT_TRUE(orq.match_segment(Stag{0x10}, TaggedOffset{0x1000 + 60}, 40))
       << "up to the sink's last byte";
+}
+
+// The segments of one Read Response, in the order they arrive: [to - sink TO, + length).
+struct Segment {
+  std::uint64_t offset;
+  std::size_t length;
+};
+
+// Feeds `segments` to a Read of `length` bytes at sink TO 0x1000 as the engine does (placed()
+// after each segment matched); the first refused segment's error, or nullopt if none was.
+std::optional<wire::TerminateCode> respond(OutboundReadQueue& orq, std::uint32_t length,
+                                           std::initializer_list<Segment> segments) {
+  orq.push(read(1, 0x10, 0x1000, length));
+  for (const Segment& s : segments) {
+    auto target = orq.match_segment(Stag{0x10}, TaggedOffset{0x1000 + s.offset}, s.length);
+    if (!target) return target.error();
+    EXPECT_EQ(target->offset, s.offset);
+    orq.placed(s.length);
+  }
+  return std::nullopt;
+}
+
+TEST(proto_read_queues, InOrderSegmentsCompleteTheRead) {
+  OutboundReadQueue orq(4);
+  EXPECT_EQ(respond(orq, 100, {{0, 30}, {30, 0}, {30, 40}, {70, 30}}), std::nullopt);
+  auto done = orq.complete();
+  ASSERT_TRUE(done);
+  EXPECT_EQ(done->seq, 1u);
+}
+
+TEST(proto_read_queues, AZeroLengthReadIsAnsweredByOneEmptySegment) {
+  OutboundReadQueue orq(4);
+  EXPECT_EQ(respond(orq, 0, {{0, 0}}), std::nullopt);
+  EXPECT_TRUE(orq.complete());
+}
+
+// Each of these adds up to the Read's length (or would, with the segments that follow), but
+// leaves sink bytes unwritten: the response is refused at the first misplaced segment, and its
+// Read does not complete.
+TEST(proto_read_queues, OverlappingSegmentsAreABoundsError) {
+  OutboundReadQueue orq(4);
+  EXPECT_EQ(respond(orq, 100, {{0, 60}, {20, 40}}), term::kDdpTaggedBaseBounds)
+      << "[20, 60) again; [60, 100) never written";
+  EXPECT_FALSE(orq.complete());
+}
+
+TEST(proto_read_queues, ARepeatedSegmentIsABoundsError) {
+  OutboundReadQueue orq(4);
+  EXPECT_EQ(respond(orq, 100, {{0, 50}, {0, 50}}), term::kDdpTaggedBaseBounds);
+  EXPECT_FALSE(orq.complete());
+}
+
+TEST(proto_read_queues, ASegmentAfterAGapIsABoundsError) {
+  OutboundReadQueue orq(4);
+  EXPECT_EQ(respond(orq, 100, {{0, 40}, {60, 40}, {40, 20}}), term::kDdpTaggedBaseBounds)
+      << "[40, 60) skipped";
+  EXPECT_FALSE(orq.complete());
+}
+
+TEST(proto_read_queues, ASegmentBeforeTheBytesPlacedIsABoundsError) {
+  OutboundReadQueue orq(4);
+  EXPECT_EQ(respond(orq, 100, {{50, 50}, {0, 50}}), term::kDdpTaggedBaseBounds)
+      << "segments of one message arrive in order";
+  EXPECT_FALSE(orq.complete());
+}
+
+TEST(proto_read_queues, ALastSegmentBeforeTheReadsLengthIsABoundsError) {
+  OutboundReadQueue orq(4);
+  EXPECT_EQ(respond(orq, 100, {{0, 60}}), std::nullopt);
+  auto early = orq.complete();  // L=1 on the second segment
+  ASSERT_FALSE(early);
+  EXPECT_EQ(early.error(), term::kDdpTaggedBaseBounds);
+}
+
+TEST(proto_read_queues, NoSegmentFollowsTheReadsLastByte) {
+  OutboundReadQueue orq(4);
+  EXPECT_EQ(respond(orq, 100, {{0, 100}, {100, 1}}), term::kDdpTaggedBaseBounds);
+  EXPECT_TRUE(orq.complete()) << "the 100 bytes placed still make the whole response";
 }
 
 TEST(proto_read_queues, AResponseWithoutAReadIsAnInvalidStag) {

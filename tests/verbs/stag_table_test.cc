@@ -1,11 +1,16 @@
-// verbs::StagTable: unique nonzero indices, random keys, lookup by the whole STag, quarantine.
+// verbs::StagTable: unique nonzero indices, random keys drawn from the random source (the
+// kernel's CSPRNG) and no STag without them, lookup by the whole STag, quarantine.
 #include "verbs/stag_table.h"
 
 #include <gtest/gtest.h>
 
+#include <cerrno>
 #include <cstdint>
+#include <cstring>
 #include <memory>
 #include <set>
+#include <span>
+#include <string>
 #include <vector>
 
 #include "verbs/memory_region.h"
@@ -62,8 +67,57 @@ TEST(verbs_stag_table, KeysAndIndicesLookRandom) {
   EXPECT_LT(ascending, 1300);
 }
 
+// A random source that gives `words` (in memory order), over and over, and counts its calls.
+RandomSource scripted(std::vector<std::uint64_t> words, int* calls) {
+  return [words = std::move(words), calls, at = std::size_t{0}](
+             std::span<std::uint8_t> out) mutable -> ssize_t {
+    ++*calls;
+    const auto* bytes = reinterpret_cast<const std::uint8_t*>(words.data());
+    const std::size_t total = words.size() * sizeof(std::uint64_t);
+    for (std::uint8_t& b : out) b = bytes[at++ % total];
+    return static_cast<ssize_t>(out.size());
+  };
+}
+
+TEST(verbs_stag_table, StagsAreTheRandomSourcesBits) {
+  // Each candidate STag is one 64-bit word of the source: the index its low 24 bits, the key the
+  // 8 above them. A candidate whose index is 0 or in use is drawn again.
+  int calls = 0;
+  StagTable t(scripted({0xFFFFFFFFAB000000,   // index 0: never handed out
+                        0xDEADBEEF12345678,   // index 0x345678, key 0x12
+                        0x0000000099345678,   // index 0x345678 again: in use
+                        0x00000000FF000001},  // index 1, key 0xFF
+                       &calls));
+  MemoryRegionRef a = make_mr(), b = make_mr();
+  ASSERT_TRUE(t.insert(a));
+  ASSERT_TRUE(t.insert(b));
+  EXPECT_EQ(a->stag, 0x34567812u);
+  EXPECT_EQ(b->stag, 0x000001FFu);
+  EXPECT_EQ(t.find(0x34567812), a);
+  EXPECT_EQ(t.find(0x000001FF), b);
+  EXPECT_EQ(calls, 1) << "one refill of the pool serves many registrations";
+}
+
+TEST(verbs_stag_table, NoRandomBitsNoStag) {
+  // A source that cannot give bits fails the registration: there is no predictable fallback.
+  int calls = 0;
+  StagTable t([&calls](std::span<std::uint8_t>) -> ssize_t {
+    ++calls;
+    errno = ENOSYS;
+    return -1;
+  });
+  MemoryRegionRef mr = make_mr();
+  const Status s = t.insert(mr);
+  ASSERT_FALSE(s);
+  EXPECT_EQ(s.code(), Errc::kIoError);
+  EXPECT_NE(s.message().find(std::strerror(ENOSYS)), std::string::npos) << s.to_string();
+  EXPECT_EQ(mr->stag, 0u);
+  EXPECT_EQ(t.size(), 0u);
+  EXPECT_EQ(calls, 1);
+}
+
 TEST(verbs_stag_table, TwoTablesDrawDifferentStags) {
-  // Seeded from the OS: two devices (or two runs) do not hand out the same sequence.
+  // From the kernel's CSPRNG: two devices (or two runs) do not hand out the same sequence.
   StagTable a, b;
   int same = 0;
   for (int i = 0; i < 16; ++i) {

@@ -2,6 +2,8 @@
 // polled from a CQ, and the asynchronous events a device reported.
 #pragma once
 
+#include <gtest/gtest.h>
+
 #include <cstdint>
 #include <memory>
 #include <vector>
@@ -44,7 +46,7 @@ inline Buffer register_buffer(StagTable& stags, const ProtectionDomain* pd, std:
   b.mr->iova = b.addr();
   b.mr->access = access;
   b.mr->pd = pd;
-  stags.insert(b.mr);
+  EXPECT_TRUE(stags.insert(b.mr));
   return b;
 }
 
