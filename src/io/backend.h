@@ -4,8 +4,9 @@
 //   (recv, send, accept, connect_wait) and later gets its result in a callback. An epoll backend
 //   performs the system call when the socket is ready; an io_uring backend hands the same
 //   operation to the kernel.
-// - Readiness (watch_readable): the backend says that a socket may have become readable, and
-//   the handler receives with try_recv, on whichever thread holds its own lock. This is what
+// - Readiness (watch_readable, watch_writable): the backend says that a socket may have become
+//   readable (writable), and the handler receives with try_recv (sends with io::send_iov), on
+//   whichever thread holds its own lock. This is what
 //   lets any thread receive on a connected stream (runtime::Stream::poll_rx: an application
 //   thread busy-polling its CQ) while the loop thread remains the fallback. A watch may name a
 //   buffer: a backend that can (io_uring) then receives the first bytes into it, so that the
@@ -13,14 +14,18 @@
 //   handled, the fd's bytes belong to the watch: try_recv from any other thread says -EBUSY.
 //
 // Per fd, use either recv or watch_readable/try_recv, not both at once (the CM's MPA handshake
-// uses recv; the stream that follows uses watches).
+// uses recv; the stream that follows uses watches). send() lets the kernel read the caller's
+// iovecs until on_send, on io_uring even while the socket is full: only for memory the caller
+// owns that long (the CM's MPA frames). A stream sends application memory itself, under its own
+// lock, and waits for space with watch_writable, so that no system call reads that memory after
+// the stream has given it back (deregistration, a flush).
 //
-// Threads: attach, recv, try_recv, send, accept, connect_wait, watch_readable and wake may be
-// called from any thread; detach, run_once and shutdown only on the loop thread. The loop
-// thread is the one that makes the backend (make_*_backend), and it also destroys it: a
-// library's own thread, never an application thread (the kernel interrupts the blocking system
-// calls of every thread that created or submitted to an io_uring when that ring is torn down;
-// backend_uring.cc). An attached fd is detached before it is closed.
+// Threads: attach, recv, try_recv, send, accept, connect_wait, watch_readable, watch_writable
+// and wake may be called from any thread; detach, run_once and shutdown only on the loop
+// thread. The loop thread is the one that makes the backend (make_*_backend), and it also
+// destroys it: a library's own thread, never an application thread (the kernel interrupts the
+// blocking system calls of every thread that created or submitted to an io_uring when that ring
+// is torn down; backend_uring.cc). An attached fd is detached before it is closed.
 // Callbacks run on the loop thread, never inside the call that started the operation, and never
 // with the backend's own lock held (a callback may start operations).
 #pragma once
@@ -54,6 +59,8 @@ class IoHandler {
   // watch; the watch is then disarmed. `received`: empty if the backend only watched; else the
   // result of its receive into the watch's buffer, as for on_recv.
   virtual void on_readable(std::optional<long> /*received*/) {}
+  // watch_writable(): the fd may be writable (send space, or an error). One call per watch.
+  virtual void on_writable() {}
 };
 
 class IoBackend {
@@ -82,6 +89,10 @@ class IoBackend {
   // bytes into it before it reports, and then says so in on_readable (a short receive empties
   // the socket, as above). `into` stays valid until on_readable.
   virtual void watch_readable(int fd, bool maybe_readable = false, ByteSpan into = {}) = 0;
+  // Arms a one-shot watch for send space: on_writable is called once, on the loop thread, as
+  // soon as the fd is writable or has failed. For a handler whose own send just found the
+  // socket full (EAGAIN): space that frees between that send and this call is not missed.
+  virtual void watch_writable(int fd) = 0;
   // Receives what the socket holds now, on the calling thread: bytes (0: the peer closed), or
   // -errno (-EAGAIN: nothing queued). -EBUSY while a watch's receive may still deliver bytes
   // (until its on_readable has returned; the loop thread may receive inside that call).

@@ -13,11 +13,13 @@
 // further packets do not wake the loop thread for nothing, and restored by the next watch. The
 // flag stays set meanwhile, so that watch fires at once.
 //
-// Write interest likewise: senders write inline (runtime::Stream) and arm a send here only when
-// the socket is full, but every ACK that frees send space raises an EPOLLOUT edge. An EPOLLOUT
-// edge with no send or connect armed therefore removes the write interest, and the next send or
-// connect_wait restores it before it tries. Restoring (EPOLL_CTL_MOD) makes the kernel report
-// the fd again if it is writable by then, so no edge is lost in between.
+// Write interest likewise: senders write inline (runtime::Stream) and arm a send or a write
+// watch here only when the socket is full, but every ACK that frees send space raises an
+// EPOLLOUT edge. An EPOLLOUT edge with nothing armed that needs it therefore removes the write
+// interest, and the next send, write watch or connect_wait restores it before it tries.
+// Restoring (EPOLL_CTL_MOD) makes the kernel report the fd again if it is writable by then, so
+// no edge is lost in between. A write watch always restores it (the handler's own send has just
+// found the socket full: the writable flag is stale, and an edge may have come since).
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <unistd.h>
@@ -85,6 +87,14 @@ class EpollBackend final : public IoBackend {
       return s.writable;
     });
   }
+  void watch_writable(int fd) override {
+    arm(fd, [&](FdState& s) REQUIRES(mu_) {
+      s.write_watch_armed = true;
+      s.writable = false;
+      set_interest_locked(fd, s, s.read_interest, true);  // reports the fd if writable now
+      return false;
+    });
+  }
   long try_recv(int fd, ByteSpan into) override { return recv_some(fd, into); }
   std::string_view name() const override { return "epoll"; }
   void watch_readable(int fd, bool maybe_readable, ByteSpan /*into: readiness only*/) override {
@@ -146,7 +156,7 @@ class EpollBackend final : public IoBackend {
         }
         if (e & (EPOLLOUT | EPOLLHUP | EPOLLERR)) {
           s.writable = true;
-          if (!s.send_armed && !s.connect_armed) write_interest = false;
+          if (!s.send_armed && !s.connect_armed && !s.write_watch_armed) write_interest = false;
         }
         if (read_interest != s.read_interest || write_interest != s.write_interest) {
           set_interest_locked(fd, s, read_interest, write_interest);
@@ -178,6 +188,7 @@ class EpollBackend final : public IoBackend {
     std::span<const iovec> send_iov;
     bool accept_armed = false;
     bool connect_armed = false;
+    bool write_watch_armed = false;
     bool watch_mode = false;    // watch_readable was used: read interest may be dropped
     bool watch_armed = false;
     bool peer_closed = false;    // an edge reported the peer's close or an error (sticky)
@@ -232,7 +243,7 @@ class EpollBackend final : public IoBackend {
 
   // One operation that is armed and ready, as taken from an fd's state.
   struct Step {
-    enum Kind { kNone, kConnect, kRecv, kReadable, kSend, kAccept } kind = kNone;
+    enum Kind { kNone, kConnect, kRecv, kReadable, kSend, kWritable, kAccept } kind = kNone;
     IoHandler* handler = nullptr;
     ByteSpan buf;
     std::span<const iovec> iov;
@@ -259,6 +270,9 @@ class EpollBackend final : public IoBackend {
     } else if (s.send_armed && s.writable) {
       step.kind = Step::kSend;
       step.iov = s.send_iov;
+    } else if (s.write_watch_armed && s.writable) {
+      s.write_watch_armed = false;
+      step.kind = Step::kWritable;
     } else if (s.accept_armed && s.readable) {
       step.kind = Step::kAccept;
     }
@@ -289,6 +303,9 @@ class EpollBackend final : public IoBackend {
           result = send_iov(fd, step.iov);
           if (!finish(fd, result, &FdState::writable, &FdState::send_armed)) continue;
           h->on_send(result);
+          break;
+        case Step::kWritable:
+          h->on_writable();
           break;
         case Step::kAccept:
           if (!perform_accept(fd, h)) continue;

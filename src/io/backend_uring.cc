@@ -10,7 +10,8 @@
 // - try_recv: a plain non-blocking receive on the caller's thread, unless a receive of the
 //   backend's own (a watch's, or recv) is in flight or its report is being handled: the kernel
 //   may be writing into the handler's buffer, and bytes taken meanwhile would overtake them.
-// - connect_wait: a POLL_ADD (POLLOUT), then SO_ERROR.
+// - connect_wait: a POLL_ADD (POLLOUT), then SO_ERROR; watch_writable: the same POLL_ADD (it
+//   checks the socket when armed, so space that freed before is not missed).
 // - wake: an eventfd under a multishot POLL_ADD.
 //
 // Submission: any thread may start an operation, but only the loop thread touches the ring
@@ -121,6 +122,9 @@ class UringBackend final : public IoBackend {
   void connect_wait(int fd) override {
     start(fd, Op::kConnect, [](State&) {});
   }
+  void watch_writable(int fd) override {
+    start(fd, Op::kWritable, [](State&) {});
+  }
   void watch_readable(int fd, bool maybe_readable, ByteSpan into) override {
     if (maybe_readable) {
       if (table_.start_immediate(fd) && !on_loop_thread()) wake();
@@ -217,6 +221,7 @@ class UringBackend final : public IoBackend {
                              &o.peer->length, SOCK_NONBLOCK | SOCK_CLOEXEC);
         break;
       case Op::kConnect:
+      case Op::kWritable:
         io_uring_prep_poll_add(sqe, r.fd, POLLOUT);
         break;
       case Op::kWake:
@@ -257,6 +262,9 @@ class UringBackend final : public IoBackend {
         break;
       case Op::kConnect:
         t.handler->on_connect(socket_error(t.fd));
+        break;
+      case Op::kWritable:
+        t.handler->on_writable();
         break;
       case Op::kAccept:
         report_accept(id, t, c.res);

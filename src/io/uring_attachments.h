@@ -21,7 +21,17 @@
 
 namespace uwarp::io::uring {
 
-enum class Op : std::uint8_t { kWake, kIgnore, kShutdown, kRecv, kSend, kAccept, kConnect, kWatch };
+enum class Op : std::uint8_t {
+  kWake,
+  kIgnore,
+  kShutdown,
+  kRecv,
+  kSend,
+  kAccept,
+  kConnect,
+  kWatch,
+  kWritable
+};
 
 inline std::uint64_t pack(std::uint64_t id, Op op) {
   return id << 8 | static_cast<std::uint64_t>(op);

@@ -95,12 +95,12 @@ void Stream::after_tx_locked(Transmitter::Outcome outcome) {
   });
 }
 
-void Stream::on_send(long result) {
+void Stream::on_writable() {
   MutexLock lock(mu_);
   if (qp_ == nullptr) return;
   MutexLock qlock(qp_->mutex());
-  const Transmitter::Outcome outcome = tx_.on_send(*qp_, *rdmap_, result);
-  if (result < 0) {
+  const Transmitter::Outcome outcome = tx_.on_writable(*qp_, *rdmap_);
+  if (outcome == Transmitter::Outcome::kFailed) {
     lost_locked(false, tx_.failure());  // mu_ is held here: the stream ends at once
     return;
   }

@@ -59,7 +59,7 @@ class Stream final : public io::IoHandler,
 
   // io::IoHandler (engine thread).
   void on_readable(std::optional<long> received) override;
-  void on_send(long result) override;
+  void on_writable() override;
 
   // Any thread, no locks held: receives and processes what the socket holds, exactly as the
   // engine thread would, unless another thread is inside the stream (then returns false at

@@ -52,7 +52,7 @@ void Transmitter::collect(verbs::QueuePair& qp, RdmapDriver& rdmap) {
 }
 
 void Transmitter::fill_and_send(verbs::QueuePair& qp, RdmapDriver& rdmap) {
-  while (!send_armed_ && !write_shut_ && !stopped_ && error_ == 0) {
+  while (!write_watched_ && !write_shut_ && !stopped_ && error_ == 0) {
     if (batch_.empty()) {
       refresh_fpdu_size(rdmap);
       apply_send_share();
@@ -66,8 +66,10 @@ void Transmitter::fill_and_send(verbs::QueuePair& qp, RdmapDriver& rdmap) {
       continue;
     }
     if (n == -EAGAIN || n == -EWOULDBLOCK) {
-      send_armed_ = true;
-      engine_.backend().send(fd_, batch_.pending());
+      // The socket is full: send again, here, once it has space (no system call reads the
+      // batch's memory meanwhile).
+      write_watched_ = true;
+      engine_.backend().watch_writable(fd_);
       return;
     }
     if (n == -EINTR) continue;
@@ -85,29 +87,13 @@ void Transmitter::consume(verbs::QueuePair& qp, RdmapDriver& rdmap, std::size_t 
   collect(qp, rdmap);  // our Terminate has gone: close
 }
 
-Transmitter::Outcome Transmitter::on_send(verbs::QueuePair& qp, RdmapDriver& rdmap, long result) {
-  send_armed_ = false;
-  if (abandon_pending_ && result >= 0) {
-    abandon_pending_ = false;
-    batch_.consume(static_cast<std::size_t>(result));
-    result = 0;
-    batch_.abandon_after_current_fpdu();
-  }
-  if (result < 0) {
-    error_ = result;
-    return Outcome::kFailed;
-  }
-  consume(qp, rdmap, static_cast<std::size_t>(result));
+Transmitter::Outcome Transmitter::on_writable(verbs::QueuePair& qp, RdmapDriver& rdmap) {
+  write_watched_ = false;
   return pump(qp, rdmap);
 }
 
 void Transmitter::abandon() {
-  // While the backend sends from the batch it must not change; it is trimmed once that send
-  // completes (the bytes of that one send may still be read after the flush completions).
-  if (send_armed_) {
-    abandon_pending_ = true;
-    return;
-  }
+  // No system call holds the batch between sends: it is trimmed at once.
   batch_.abandon_after_current_fpdu();
 }
 
@@ -117,7 +103,7 @@ Transmitter::Outcome Transmitter::finish() {
     return Outcome::kFailed;
   }
   if (error_ != 0) return Outcome::kNone;
-  if (!shutdown_requested_ || write_shut_ || send_armed_ || !batch_.empty()) return Outcome::kNone;
+  if (!shutdown_requested_ || write_shut_ || write_watched_ || !batch_.empty()) return Outcome::kNone;
   write_shut_ = true;
   io::shutdown_write(fd_);
   return Outcome::kWriteShut;

@@ -1,9 +1,11 @@
 // Transmitter: the transmit side of one stream. It fills batches of FPDUs from the
-// connection's engine (RdmapDriver) and sends them with vectored non-blocking sends, inline on the
-// calling thread while the socket takes them, else through the backend once it is writable (one
-// send at a time); it reports each message handed to TCP completely, sizes FPDUs from the TCP MSS
-// and the socket's unsent bytes from the engine's send budget, and closes the write side once asked
-// and drained. It acts on what the QP asks of it (verbs::TxRequests, collected by the driver:
+// connection's engine (RdmapDriver) and sends them with vectored non-blocking sends, inline on
+// the calling thread while the socket takes them, else on the engine thread once the backend
+// reports the socket writable (watch_writable). Every send is a system call made under the QP
+// lock that has returned before the lock is released, so no send reads application memory
+// after the QP has given it back (a flush, a deregistration). It reports each message handed to
+// TCP completely, sizes FPDUs from the TCP MSS and the socket's unsent bytes from the engine's
+// send budget, and closes the write side once asked and drained. It acts on what the QP asks of it (verbs::TxRequests, collected by the driver:
 // drop the queued bytes of flushed requests, close) before it sends again.
 //
 // Lock: the QP lock, held by the caller for every call (the posting thread, a polling thread
@@ -39,8 +41,8 @@ class Transmitter {
   // Collects the QP's requests, then fills and sends until the socket is full, the engine has
   // nothing, or sending stopped.
   Outcome pump(verbs::QueuePair& qp, RdmapDriver& rdmap) REQUIRES(qp.mutex());
-  // The backend's send (io::IoHandler::on_send) completed with `result`.
-  Outcome on_send(verbs::QueuePair& qp, RdmapDriver& rdmap, long result) REQUIRES(qp.mutex());
+  // The socket has send space (io::IoHandler::on_writable): sends what is queued.
+  Outcome on_writable(verbs::QueuePair& qp, RdmapDriver& rdmap) REQUIRES(qp.mutex());
   // No more sends (the stream is being torn down).
   void stop() { stopped_ = true; }
 
@@ -67,8 +69,7 @@ class Transmitter {
   Engine& engine_;
   const int fd_;
   proto::TxBatch batch_;
-  bool send_armed_ = false;       // the backend is sending from batch_
-  bool abandon_pending_ = false;  // abandon() while the backend was sending: apply in on_send
+  bool write_watched_ = false;  // the socket was full: waiting for on_writable
   long error_ = 0;                // a send failed (-errno)
   bool failed_now_ = false;       // ... and the stream has not yet been told
   bool shutdown_requested_ = false;

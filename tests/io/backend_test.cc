@@ -26,7 +26,9 @@ struct Recorder : IoHandler {
   std::vector<long> recvs, sends, connects;
   std::vector<std::optional<long>> readable;
   std::vector<Fd> accepted;
+  int writable = 0;
   void on_recv(long r) override { recvs.push_back(r); }
+  void on_writable() override { ++writable; }
   void on_send(long r) override { sends.push_back(r); }
   void on_readable(std::optional<long> r) override { readable.push_back(r); }
   void on_connect(int e) override { connects.push_back(e); }
@@ -157,6 +159,36 @@ TEST_P(Backend, WatchWithBufferReportsWhatTheBackendReceived) {
     ASSERT_EQ(backend_->try_recv(b_.get(), ByteSpan(buf, sizeof buf)), 3);
   }
   EXPECT_EQ(std::memcmp(buf, "abc", 3), 0);
+  backend_->detach(b_.get());
+}
+
+// A write watch armed after the handler's own send found the socket full fires only once the
+// peer has made room, and then a send goes through; the backend itself sends nothing.
+TEST_P(Backend, WriteWatchFiresOnceTheFullSocketHasRoom) {
+  connect_attached();
+  if (HasFatalFailure()) return;
+  std::vector<std::uint8_t> chunk(64 * 1024, 0x42);
+  long queued = 0;
+  for (int i = 0; i < 10000; ++i) {  // fill b_'s send buffer and a_'s receive buffer
+    const long n = send_bytes(b_.get(), chunk);
+    if (n == -EAGAIN) break;
+    ASSERT_GT(n, 0);
+    queued += n;
+  }
+  ASSERT_EQ(send_bytes(b_.get(), chunk), -EAGAIN) << "the socket never filled";
+  backend_->watch_writable(b_.get());
+  for (int i = 0; i < 5; ++i) backend_->run_once(std::chrono::microseconds(2000));
+  EXPECT_EQ(r_.writable, 0) << "fired while the socket was full";
+  long drained = 0;
+  std::vector<std::uint8_t> sink(256 * 1024);
+  ASSERT_TRUE(run_until([&] {
+    const long n = recv_some(a_.get(), sink);
+    if (n > 0) drained += n;
+    return r_.writable > 0;
+  }));
+  EXPECT_EQ(r_.writable, 1);
+  EXPECT_GT(send_bytes(b_.get(), ConstByteSpan(chunk).first(1024)), 0);
+  EXPECT_LE(drained, queued) << "the backend sent bytes of its own";
   backend_->detach(b_.get());
 }
 
