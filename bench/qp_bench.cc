@@ -25,6 +25,7 @@ namespace {
 class NullLink final : public QpLink {
  public:
   void doorbell(QueuePair&) override {}
+  void revoke(QueuePair&, ConstByteSpan, bool) override {}  // nothing deregisters here
 };
 
 struct Side {

@@ -29,6 +29,7 @@ namespace {
 class CollectingLink final : public verbs::QpLink {
  public:
   void doorbell(verbs::QueuePair&) override {}
+  void revoke(verbs::QueuePair&, ConstByteSpan, bool) override {}  // nothing deregisters here
   void collect(verbs::QueuePair& qp) {
     const verbs::TxRequests r = rdmap->take_requests(qp);
     if (r.abandon && batch != nullptr) batch->abandon_after_current_fpdu();

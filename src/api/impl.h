@@ -13,6 +13,7 @@
 #include "verbs/device.h"
 #include "verbs/protection_domain.h"
 #include "verbs/queue_pair.h"
+#include "verbs/revocation.h"
 #include "verbs/receive_queue.h"
 
 namespace uwarp::detail {
@@ -41,7 +42,7 @@ struct MrImpl {
     MutexLock lock(mu);
     if (!registered) return;
     registered = false;
-    pd->ctx->device.stags().erase(mr->stag);
+    verbs::deregister_region(pd->ctx->device, mr);
     pd->pd.users.fetch_sub(1);
   }
   ~MrImpl() { deregister(); }

@@ -11,6 +11,14 @@ namespace uwarp {
 using ByteSpan = std::span<std::uint8_t>;
 using ConstByteSpan = std::span<const std::uint8_t>;
 
+// Whether two byte ranges share a byte (empty ranges share none). Compared as addresses, so that
+// ranges of unrelated objects may be compared.
+inline bool overlaps(ConstByteSpan a, ConstByteSpan b) {
+  const auto a0 = reinterpret_cast<std::uintptr_t>(a.data());
+  const auto b0 = reinterpret_cast<std::uintptr_t>(b.data());
+  return !a.empty() && !b.empty() && a0 < b0 + b.size() && b0 < a0 + a.size();
+}
+
 inline std::uint16_t load_be16(const std::uint8_t* p) {
   return static_cast<std::uint16_t>((p[0] << 8) | p[1]);
 }

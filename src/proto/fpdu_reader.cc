@@ -195,6 +195,16 @@ ByteSpan FpduReader::direct_target() const {
   return s.subspan(scatter_offset_, std::min(s.size() - scatter_offset_, payload_left_));
 }
 
+bool FpduReader::places_into(ConstByteSpan memory) const {
+  if (state_ != State::kPayload || failed() || payload_left_ == 0) return false;
+  if (placement_.kind != Placement::Kind::kScatter) return false;  // the reader's own buffer
+  for (std::size_t i = scatter_index_; i < placement_.scatter.size(); ++i) {
+    const ByteSpan s = placement_.scatter[i];
+    if (overlaps(i == scatter_index_ ? s.subspan(scatter_offset_) : s, memory)) return true;
+  }
+  return false;
+}
+
 void FpduReader::commit_direct(std::size_t n) {
   // Only payload can land in direct_target(); a commit outside a payload (necessarily of 0 bytes,
   // into an empty target) must not move the reader on to the trailer.

@@ -83,6 +83,18 @@ class FpduReader {
   // `n` bytes (at most direct_target().size()) were written into direct_target().
   void commit_direct(std::size_t n);
 
+  // Some of the payload still to come is to be placed in `memory`.
+  bool places_into(ConstByteSpan memory) const;
+  // The segment being received is tagged (its header is complete).
+  bool segment_tagged() const {
+    return header_complete_ && (header_[wire::kMpaLengthFieldSize] & wire::kDdpFlagTagged) != 0;
+  }
+  // Reception stops with `code`, as on a violation (the application revoked where the payload
+  // goes); nothing more is placed.
+  void abort(const wire::TerminateCode& code) {
+    if (!failed()) fail(code);
+  }
+
   bool failed() const { return failure_.has_value(); }
   const std::optional<RxFailure>& failure() const { return failure_; }
   // True between FPDUs (no partial FPDU pending).

@@ -34,6 +34,26 @@ bool RdmapEngine::rx_open() const {
   return !reader_.failed() && !receiver_.terminated() && !terminate_.queued();
 }
 
+bool RdmapEngine::revoke(ConstByteSpan memory, bool in_use_elsewhere) {
+  if (terminate_.queued()) return false;  // failed already: its work is abandoned
+  if (reader_.places_into(memory)) {
+    reader_.abort(reader_.segment_tagged() ? wire::term::kDdpTaggedInvalidStag
+                                           : wire::term::kRdmapLocalCatastrophic);
+    handle_rx_failure();
+    return true;
+  }
+  RxFailure failure;  // no header: the Terminate names no received segment
+  if (irq_.reads_from(memory)) {
+    failure.code = wire::term::kRdmapInvalidStag;
+  } else if (tx_.reads_from(memory) || in_use_elsewhere) {
+    failure.code = wire::term::kRdmapLocalCatastrophic;
+  } else {
+    return false;
+  }
+  port_.terminate_queued(terminate_.queue(failure));
+  return true;
+}
+
 void RdmapEngine::abandon() {
   tx_.abandon();
   orq_.clear();

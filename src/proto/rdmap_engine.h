@@ -74,6 +74,19 @@ class RdmapEngine final : private RxDelegate {
   // The QP failed: the message being segmented is not continued and the Read queues are
   // emptied (their memory may be released once this returns). A queued Terminate still goes.
   void abandon();
+  // The application revokes `memory` (deregistration). If an access in progress reaches into it,
+  // the engine fails at once with a Terminate (and the port hears terminate_queued, so the QP
+  // fails and abandons the engine's work), so that it touches that memory no more:
+  // - the payload being placed: a tagged segment gets the DDP "invalid STag" Terminate (as one
+  //   that arrived after the deregistration), an untagged one RDMAP "local catastrophic";
+  // - a Read Request queued or being answered: RDMAP "invalid STag" (as a Read Request that
+  //   arrived after the deregistration);
+  // - the message being segmented, or (says the caller, `in_use_elsewhere`) FPDUs queued in its
+  //   batch or memory its port resolved earlier (a Send's receive, a Read's sink): RDMAP
+  //   "local catastrophic".
+  // Returns true if it failed. Call only while the QP receives (not after it failed: its work
+  // was abandoned then).
+  bool revoke(ConstByteSpan memory, bool in_use_elsewhere);
 
  private:
   // RxDelegate.

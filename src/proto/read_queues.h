@@ -106,6 +106,14 @@ class InboundReadQueue {
   // The Read Response has been handed to TCP: its source may be released.
   void response_sent() { responding_ = InboundRead{}; }
 
+  // A Read Request queued or being answered reads from `memory`.
+  bool reads_from(ConstByteSpan memory) const {
+    if (overlaps(responding_.source.bytes, memory)) return true;
+    for (const InboundRead& r : queue_) {
+      if (overlaps(r.source.bytes, memory)) return true;
+    }
+    return false;
+  }
   // The QP failed: no Read Response reads its source any more.
   void clear() {
     queue_.clear();

@@ -104,6 +104,24 @@ void TxBatch::clear() {
   marks_ = marks_popped_ = 0;
 }
 
+bool TxBatch::reads_from(ConstByteSpan memory) const {
+  for (const iovec& v : pending()) {
+    if (overlaps(ConstByteSpan(static_cast<const std::uint8_t*>(v.iov_base), v.iov_len), memory)) {
+      return true;
+    }
+  }
+  return false;
+}
+
+bool MessageSegmenter::reads_from(ConstByteSpan memory) const {
+  if (!active_) return false;
+  for (std::size_t i = piece_; i < msg_.gather.size(); ++i) {
+    const ConstByteSpan piece = msg_.gather[i];
+    if (overlaps(i == piece_ ? piece.subspan(piece_offset_) : piece, memory)) return true;
+  }
+  return false;
+}
+
 void MessageSegmenter::start(const Message& m) {
   msg_ = m;
   active_ = true;

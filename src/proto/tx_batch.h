@@ -43,6 +43,8 @@ class TxBatch {
     return fpdus_ < kMaxFpdus && iov_count_ + payload_pieces + 2 <= kMaxIov && marks_ < kMaxMarks;
   }
   std::size_t free_iov() const { return kMaxIov - iov_count_; }
+  // Some byte still to send is read from `memory`.
+  bool reads_from(ConstByteSpan memory) const;
 
   // Appends one FPDU: `header` (the DDP header), then `payload` pieces, pad and the CRC trailer
   // (computed when with_crc). The caller checked can_add_fpdu(payload.size()).
@@ -96,6 +98,8 @@ class MessageSegmenter {
 
   void start(const Message& m);
   bool active() const { return active_; }
+  // Some payload byte not yet segmented is read from `memory`.
+  bool reads_from(ConstByteSpan memory) const;
   // Adds FPDUs to `batch` until the message is fully queued (returns true) or the batch is full.
   bool fill(TxBatch& batch, std::size_t max_ulpdu, bool with_crc);
 

@@ -72,6 +72,14 @@ void Stream::pump_tx_locked(verbs::QueuePair& qp) {
   after_tx_locked(tx_.pump(qp, *rdmap_));
 }
 
+void Stream::revoke(verbs::QueuePair& qp, ConstByteSpan memory, bool qp_in_use) {
+  if (!rdmap_) return;  // not started: nothing was accessed
+  rdmap_->revoke(qp, memory, qp_in_use || tx_.reads_from(memory));
+  // The QP's abandon trims the batch (the rest of an FPDU partly sent is copied now, while the
+  // memory is still the application's); then the Terminate goes out.
+  pump_tx_locked(qp);
+}
+
 void Stream::after_tx_locked(Transmitter::Outcome outcome) {
   if (outcome == Transmitter::Outcome::kWriteShut) {
     // Wait a bounded time for the peer to close its side too.

@@ -56,6 +56,8 @@ class Stream final : public io::IoHandler,
 
   // verbs::QpLink (QP lock held): transmits and collects what the QP asks.
   void doorbell(verbs::QueuePair& qp) override REQUIRES(qp.mutex()) { pump_tx_locked(qp); }
+  void revoke(verbs::QueuePair& qp, ConstByteSpan memory, bool qp_in_use) override
+      REQUIRES(qp.mutex());
 
   // io::IoHandler (engine thread).
   void on_readable(std::optional<long> received) override;

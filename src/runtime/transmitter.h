@@ -43,6 +43,8 @@ class Transmitter {
   Outcome pump(verbs::QueuePair& qp, RdmapDriver& rdmap) REQUIRES(qp.mutex());
   // The socket has send space (io::IoHandler::on_writable): sends what is queued.
   Outcome on_writable(verbs::QueuePair& qp, RdmapDriver& rdmap) REQUIRES(qp.mutex());
+  // Some byte still to send is read from `memory` (a revocation must fail the connection).
+  bool reads_from(ConstByteSpan memory) const { return batch_.reads_from(memory); }
   // No more sends (the stream is being torn down).
   void stop() { stopped_ = true; }
 

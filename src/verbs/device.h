@@ -1,5 +1,5 @@
-// The software RNIC's device-wide state: limits, the STag table, object numbering, and the
-// sink for asynchronous events. Thread: thread-safe.
+// The software RNIC's device-wide state: limits, the STag table, its queue pairs, object
+// numbering, and the sink for asynchronous events. Thread: thread-safe.
 #pragma once
 
 #include <atomic>
@@ -7,6 +7,7 @@
 #include <string>
 
 #include "uwarp/types.h"
+#include "verbs/qp_registry.h"
 #include "verbs/stag_table.h"
 
 namespace uwarp::verbs {
@@ -21,6 +22,7 @@ class Device {
  public:
   const DeviceLimits& limits() const { return limits_; }
   StagTable& stags() { return stags_; }
+  QpRegistry& qps() { return qps_; }
   std::uint32_t allocate_qp_num() { return next_qp_num_.fetch_add(1, std::memory_order_relaxed); }
   std::uint32_t allocate_pd_handle() { return next_pd_.fetch_add(1, std::memory_order_relaxed); }
   void set_async_sink(AsyncEventSink* sink) { async_sink_.store(sink, std::memory_order_release); }
@@ -31,6 +33,7 @@ class Device {
  private:
   DeviceLimits limits_;
   StagTable stags_;
+  QpRegistry qps_;
   std::atomic<std::uint32_t> next_qp_num_{1};
   std::atomic<std::uint32_t> next_pd_{1};
   std::atomic<AsyncEventSink*> async_sink_{nullptr};

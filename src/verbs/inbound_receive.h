@@ -40,6 +40,14 @@ class InboundReceive {
     }
     return proto::Scatter(scatter_);
   }
+  // The active receive's memory lies (partly) in `memory`.
+  bool places_into(ConstByteSpan memory) const {
+    if (!active_) return false;
+    for (const ByteSpan& s : spans_) {
+      if (overlaps(s, memory)) return true;
+    }
+    return false;
+  }
   // The whole message has been placed: completes the receive (the Terminate, if the peer may not
   // invalidate the region its Send with Invalidate names).
   std::optional<wire::TerminateCode> complete(const proto::InboundSend& send);

@@ -23,14 +23,19 @@ struct TxRequests {
   bool shutdown = false;  // close the stream once the bytes queued are sent
 };
 
-// The runtime's side of an attached stream: its doorbell. The QP rings it with its own lock
-// held (qp.mutex()), from the application's calls only (post_send, modify_state), never from
-// inside a call the stream makes into the QP; so the stream is never re-entered. The stream
-// then transmits and collects the QP's requests. Must not block.
+// The runtime's side of an attached stream. The QP calls it with its own lock held
+// (qp.mutex()), from the application's calls only (post_send, modify_state, a deregistration),
+// never from inside a call the stream makes into the QP; so the stream is never re-entered.
+// Must not block.
 class QpLink {
  public:
   virtual ~QpLink() = default;
+  // The stream transmits and collects the QP's requests.
   virtual void doorbell(QueuePair& qp) = 0;
+  // The application revokes `memory`: on return the stream holds no reference into it and
+  // touches it no more; if its engine or its queued bytes were using it, or `qp_in_use` (the
+  // QP's own resolved memory is), the connection fails with a Terminate (RdmapEngine::revoke).
+  virtual void revoke(QueuePair& qp, ConstByteSpan memory, bool qp_in_use) = 0;
 };
 
 }  // namespace uwarp::verbs

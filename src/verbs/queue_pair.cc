@@ -7,7 +7,8 @@
 namespace uwarp::verbs {
 
 QueuePair::QueuePair(Device& device, const QpConfig& config)
-    : config_(config),
+    : device_(device),
+      config_(config),
       reporter_(device, device.allocate_qp_num(), config.user_context, config.send_cq,
                 config.recv_cq),
       own_rq_(config.srq != nullptr
@@ -19,10 +20,20 @@ QueuePair::QueuePair(Device& device, const QpConfig& config)
       sq_(config.caps, device.limits(), config.signal_all, protection_, reporter_),
       receive_(*rq_, config.srq, protection_, reporter_) {
   if (config_.pd != nullptr) config_.pd->users.fetch_add(1);
+  device.qps().add(this);
 }
 
 QueuePair::~QueuePair() {
+  device_.qps().remove(this);
   if (config_.pd != nullptr) config_.pd->users.fetch_sub(1);
+}
+
+void QueuePair::revoke(ConstByteSpan memory) {
+  MutexLock lock(mu_);
+  // The receive being placed and the requests in flight hold resolved memory of their own
+  // (a Send's later segments, a Read's sink); the stream checks its engine and its batch.
+  const bool in_use = receive_.places_into(memory) || sq_.uses(memory);
+  if (link_ != nullptr) link_->revoke(*this, memory, in_use);
 }
 
 QpState QueuePair::state() const {

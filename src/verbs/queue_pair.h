@@ -61,6 +61,9 @@ class QueuePair final : private proto::RdmapPort {
   QpState state() const;
   std::uint16_t ird() const;
   std::uint16_t ord() const;
+  // The application deregisters the region `memory` (verbs/revocation.h): once this returns, no
+  // access of this QP reaches it; one in progress fails the QP with a Terminate.
+  void revoke(ConstByteSpan memory);
 
   // Stream binding, driven by the runtime (runtime::RdmapDriver, which owns the connection's
   // engine). After each call into the QP or its port, the driver collects what the QP asks of
@@ -134,6 +137,7 @@ class QueuePair final : private proto::RdmapPort {
   // Errors.
   void enter_error(std::optional<WcStatus> first_status, std::uint32_t vendor_err) REQUIRES(mu_);
 
+  Device& device_;
   QpConfig config_;
   QpReporter reporter_;
   mutable Mutex mu_;

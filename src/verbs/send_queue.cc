@@ -122,6 +122,17 @@ void SendQueue::sent(std::uint64_t seq) {
   succeed(*e);
 }
 
+bool SendQueue::uses(ConstByteSpan memory) const {
+  for (std::size_t i = 0; i < sq_.size(); ++i) {
+    const Entry& e = sq_[i];
+    if (e.phase == Phase::kDone) continue;
+    for (const ByteSpan& s : e.spans) {
+      if (overlaps(s, memory)) return true;
+    }
+  }
+  return false;
+}
+
 const std::vector<ByteSpan>* SendQueue::read_sink(std::uint64_t seq) {
   Entry* e = find(seq);
   return e == nullptr ? nullptr : &e->spans;

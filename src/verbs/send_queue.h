@@ -50,6 +50,9 @@ class SendQueue {
   void sent(std::uint64_t seq);
   // The local memory an outbound Read `seq` reads into; null if it is no longer queued.
   const std::vector<ByteSpan>* read_sink(std::uint64_t seq);
+  // A request started and not complete holds resolved memory in `memory` (a Send or Write being
+  // sent, a Read's sink).
+  bool uses(ConstByteSpan memory) const;
   // Read `seq` has its whole response.
   void read_complete(std::uint64_t seq);
 

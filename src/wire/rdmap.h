@@ -87,6 +87,7 @@ struct TerminateCode {
 
 // The codes uwarp sends, named after RFC 5040 section 7 and RFC 5041 section 7.
 namespace term {
+inline constexpr TerminateCode kRdmapLocalCatastrophic{TermLayer::kRdmap, 0, 0x00};
 inline constexpr TerminateCode kRdmapInvalidStag{TermLayer::kRdmap, 1, 0x00};
 inline constexpr TerminateCode kRdmapBaseBounds{TermLayer::kRdmap, 1, 0x01};
 inline constexpr TerminateCode kRdmapAccessRights{TermLayer::kRdmap, 1, 0x02};

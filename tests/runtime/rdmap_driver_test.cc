@@ -18,7 +18,14 @@ namespace {
 class CountingLink final : public verbs::QpLink {
  public:
   void doorbell(verbs::QueuePair&) override { ++doorbells; }
+  void revoke(verbs::QueuePair& qp, ConstByteSpan memory, bool qp_in_use) override
+      REQUIRES(qp.mutex()) {
+    ++revokes;
+    if (rdmap != nullptr) rdmap->revoke(qp, memory, qp_in_use);
+  }
+  RdmapDriver* rdmap = nullptr;
   int doorbells = 0;
+  int revokes = 0;
 };
 
 class RdmapDriverTest : public ::testing::Test {

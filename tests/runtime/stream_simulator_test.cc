@@ -49,6 +49,11 @@ constexpr int kMaxSteps = 2'000'000;
 class FakeLink final : public QpLink {
  public:
   void doorbell(QueuePair&) override { ++doorbells; }
+  // As runtime::Stream::revoke.
+  void revoke(QueuePair& q, ConstByteSpan memory, bool qp_in_use) override
+      REQUIRES(q.mutex()) {
+    if (rdmap != nullptr) rdmap->revoke(q, memory, qp_in_use || batch->reads_from(memory));
+  }
   // As runtime::Stream's transmitter after each of its calls: takes what the QP asks; after an
   // error nothing more is read from the flushed requests' memory.
   void collect() {

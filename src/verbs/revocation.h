@@ -1,0 +1,24 @@
+// Deregistration with revocation (verbs: once dereg_mr returns, the RNIC no longer reads or
+// writes the region's memory, and the application may free it at once).
+//
+// The region leaves the STag table first, so that no new access finds it (a peer's gets the
+// Terminate for an invalid STag). Then every QP of its protection domain is visited under its
+// own lock (QueuePair::revoke): every access to registered memory happens under that lock and
+// is a system call or a copy that has ended before the lock is released, so after the visit no
+// access is in progress, and none that was started can continue. A QP whose access in progress
+// reaches into the region fails with a Terminate (docs/errors.md, "Revocation") rather than
+// touch it again. The wait is bounded by what one QP does under its lock (a bounded receive
+// round or send).
+//
+// Thread: any application thread, not the progress thread inside a callback that holds a QP's
+// lock.
+#pragma once
+
+#include "verbs/device.h"
+#include "verbs/memory_region.h"
+
+namespace uwarp::verbs {
+
+void deregister_region(Device& device, const MemoryRegionRef& mr);
+
+}  // namespace uwarp::verbs

@@ -1,0 +1,194 @@
+// Deregistration in the middle of an access: once dereg returns, uwarp touches the region no
+// more. The region lives in its own mapping, made inaccessible (PROT_NONE) right after the
+// deregistration, so that any later access by uwarp faults (a placement) or fails (a send)
+// instead of passing unseen. A raw peer drives the access and stalls it: between a Write's
+// header and the rest of its payload, or by not reading a Read Response (a zero window).
+#include <sys/mman.h>
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cstring>
+#include <optional>
+#include <thread>
+#include <vector>
+
+#include "integration/raw_peer.h"
+#include "support/connected_pair.h"
+#include "uwarp/uwarp.h"
+
+namespace uwarp::testing {
+namespace {
+
+using wire::RdmapOpcode;
+using wire::TerminateCode;
+
+constexpr int kTimeoutMs = 10000;
+
+// Anonymous memory of its own mapping, which the test can make inaccessible.
+class Mapping {
+ public:
+  explicit Mapping(std::size_t size) : size_(size) {
+    void* p = ::mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    data_ = p == MAP_FAILED ? nullptr : static_cast<std::uint8_t*>(p);
+  }
+  ~Mapping() {
+    if (data_ != nullptr) ::munmap(data_, size_);
+  }
+  Mapping(const Mapping&) = delete;
+  Mapping& operator=(const Mapping&) = delete;
+  std::uint8_t* data() const { return data_; }
+  std::size_t size() const { return size_; }
+  bool poison() { return ::mprotect(data_, size_, PROT_NONE) == 0; }
+
+ private:
+  std::uint8_t* data_;
+  std::size_t size_;
+};
+
+class RevocationTest : public ::testing::TestWithParam<bool> {
+ protected:
+  bool crc() const { return GetParam(); }
+
+  void SetUp() override {
+    ctx_.emplace(Context::open().value());
+    channel_.emplace(EventChannel::create(*ctx_).value());
+    pd_.emplace(ctx_->alloc_pd().value());
+    cq_.emplace(ctx_->create_cq(256).value());
+    auto l = channel_->listen("127.0.0.1", 0);
+    ASSERT_TRUE(l) << l.error().to_string();
+    listener_.emplace(*l);
+  }
+
+  void TearDown() override { qp_.reset(); }
+
+  // The raw peer connects (rcvbuf > 0: a small receive window); uwarp accepts with qp_.
+  void connect_raw(int rcvbuf = 0) {
+    raw_ = RawPeer::connect_to("127.0.0.1", listener_->port(), rcvbuf);
+    ASSERT_TRUE(raw_.valid());
+    RawMpaOptions request;
+    request.crc = crc();
+    ASSERT_TRUE(raw_.send_mpa_request(request));
+    auto req = channel_->get_event(kTimeoutMs);
+    ASSERT_TRUE(req);
+    ASSERT_EQ(req->type, CmEventType::kConnectRequest) << to_string(req->type);
+    conn_ = req->connection;
+    QpInitAttr attr;
+    attr.send_cq = &*cq_;
+    attr.recv_cq = &*cq_;
+    qp_.emplace(pd_->create_qp(attr).value());
+    ASSERT_TRUE(conn_.accept(*qp_, {}));
+    auto est = channel_->get_event(kTimeoutMs);
+    ASSERT_TRUE(est);
+    ASSERT_EQ(est->type, CmEventType::kEstablished) << to_string(est->type);
+    auto reply = raw_.read_mpa(wire::MpaFrameKind::kReply, kTimeoutMs);
+    ASSERT_TRUE(reply);
+    ASSERT_FALSE(reply->reject);
+    raw_.set_crc(reply->crc);
+  }
+
+  // Deregisters the region and makes its memory inaccessible at once.
+  void deregister_and_poison(Mapping& m) {
+    mr_->deregister();
+    ASSERT_TRUE(m.poison());
+  }
+
+  // The raw peer receives exactly one Terminate, with `code`, and then uwarp closes; the QP is in
+  // ERROR. Returns the payload bytes that arrived before the Terminate.
+  std::size_t expect_terminate(const TerminateCode& code) {
+    const RawPeer::Drain d = raw_.drain_until_closed(20000);
+    EXPECT_TRUE(d.closed) << "uwarp did not close (" << to_string(d.last) << ")";
+    EXPECT_EQ(d.terminates.size(), 1u);
+    if (!d.terminates.empty()) {
+      EXPECT_EQ(d.terminates[0].code, code) << "got " << wire::describe(d.terminates[0].code)
+                                            << ", want " << wire::describe(code);
+      EXPECT_TRUE(d.terminates[0].crc_ok);
+    }
+    EXPECT_EQ(qp_->state(), QpState::kError);
+    return d.payload_bytes;
+  }
+
+  void write_stalled_before(std::size_t rest);
+
+  std::optional<Context> ctx_;
+  std::optional<EventChannel> channel_;
+  std::optional<ProtectionDomain> pd_;
+  std::optional<CompletionQueue> cq_;
+  std::optional<Listener> listener_;
+  std::optional<MemoryRegion> mr_;
+  std::optional<QueuePair> qp_;
+  RawPeer raw_;
+  Connection conn_;
+};
+
+// A Write's header and the first bytes of its payload arrive; the application deregisters the
+// region and its memory goes away; then the rest arrives. Large rests are received straight
+// into the region, small ones through the bounce buffer: neither may land. The peer gets the
+// DDP Terminate for an invalid STag.
+void RevocationTest::write_stalled_before(std::size_t rest) {
+  Mapping region(64 * 1024);
+  ASSERT_NE(region.data(), nullptr);
+  mr_.emplace(
+      pd_->reg_mr(region.data(), region.size(), access::kLocalWrite | access::kRemoteWrite)
+          .value());
+  ASSERT_NO_FATAL_FAILURE(connect_raw());
+  constexpr std::size_t kFirst = 1000;
+  const std::vector<std::uint8_t> payload = pattern(kFirst + rest, 7);
+  const wire::DdpHeader h = RawPeer::tagged_header(
+      RdmapOpcode::kRdmaWrite, mr_->rkey(), reinterpret_cast<std::uintptr_t>(region.data()));
+  const std::vector<std::uint8_t> fpdu = RawPeer::build_fpdu(h, payload, raw_.crc());
+  const std::size_t head = wire::kMpaLengthFieldSize + h.size() + kFirst;
+  ASSERT_TRUE(raw_.send_raw(fpdu.data(), head));
+  // uwarp has placed the first bytes (bounded wait).
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+  while (std::memcmp(region.data(), payload.data(), kFirst) != 0) {
+    ASSERT_LT(std::chrono::steady_clock::now(), deadline) << "the first bytes were not placed";
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  ASSERT_NO_FATAL_FAILURE(deregister_and_poison(region));
+  ASSERT_TRUE(raw_.send_raw(fpdu.data() + head, fpdu.size() - head));
+  expect_terminate(wire::term::kDdpTaggedInvalidStag);
+}
+
+TEST_P(RevocationTest, WriteStalledBeforeALargeRest) {
+  write_stalled_before(60000);
+}
+TEST_P(RevocationTest, WriteStalledBeforeASmallRest) {
+  write_stalled_before(1000);
+}
+
+// The peer asks for more than the sockets can hold and reads nothing: the Read Response waits
+// for a window that stays shut. The application deregisters the source and its memory goes
+// away; then the peer reads. It gets the start of the response and then the RDMAP Terminate for
+// an invalid STag, never a byte read after the deregistration (a send from the poisoned memory
+// would fail, and with CRC on the checksum would fault).
+TEST_P(RevocationTest, ReadResponseHeldByAZeroWindow) {
+  constexpr std::size_t kSize = 32u << 20;
+  Mapping region(kSize);
+  ASSERT_NE(region.data(), nullptr);
+  std::memset(region.data(), 0x5A, region.size());
+  mr_.emplace(pd_->reg_mr(region.data(), region.size(), access::kRemoteRead).value());
+  ASSERT_NO_FATAL_FAILURE(connect_raw(/*rcvbuf=*/4096));
+  wire::ReadRequest rr;
+  rr.sink_stag = 0x1234;
+  rr.sink_to = 0;
+  rr.size = static_cast<std::uint32_t>(kSize);
+  rr.source_stag = mr_->rkey();
+  rr.source_to = reinterpret_cast<std::uintptr_t>(region.data());
+  ASSERT_TRUE(raw_.send_fpdu(
+      RawPeer::untagged_header(RdmapOpcode::kReadRequest, wire::kQueueReadRequest, 1),
+      RawPeer::read_request_body(rr)));
+  // Long enough for uwarp to fill every socket buffer and wait for the window.
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  ASSERT_NO_FATAL_FAILURE(deregister_and_poison(region));
+  const std::size_t received = expect_terminate(wire::term::kRdmapInvalidStag);
+  EXPECT_LT(received, kSize) << "the whole response went out";
+}
+
+INSTANTIATE_TEST_SUITE_P(Crc, RevocationTest, ::testing::Values(false, true),
+                         [](const ::testing::TestParamInfo<bool>& i) {
+                           return i.param ? "crc" : "nocrc";
+                         });
+
+}  // namespace
+}  // namespace uwarp::testing
