@@ -1,6 +1,6 @@
 // runtime::RdmapDriver with one QP and no socket: binding puts the QP in RTS, the QP's state
-// gates what is fed and filled, and what the QP asks (abandon, close) reaches the engine at once
-// and the transmitter once.
+// gates what is fed and filled, what the QP asks (abandon, close) reaches the engine at once and
+// the transmitter once, and a deregistration fails the QP whose access in progress it cuts off.
 #include "runtime/rdmap_driver.h"
 
 #include <gtest/gtest.h>
@@ -8,9 +8,11 @@
 #include <memory>
 #include <vector>
 
+#include "proto/proto_test_util.h"
 #include "verbs/completion_queue.h"
 #include "verbs/device.h"
 #include "verbs/protection_domain.h"
+#include "verbs/revocation.h"
 
 namespace uwarp::runtime {
 namespace {
@@ -50,8 +52,49 @@ class RdmapDriverTest : public ::testing::Test {
   void bind(std::size_t max_ulpdu = 1442) {
     verbs::LinkParams p;
     p.max_ulpdu = max_ulpdu;
+    p.ird = 4;
+    p.ord = 4;
     MutexLock lock(qp_->mutex());
     rdmap_ = std::make_unique<RdmapDriver>(*qp_, &link_, p);
+    link_.rdmap = rdmap_.get();
+  }
+  Status post(std::uint64_t id, WrOpcode opcode, std::uint32_t length) {
+    Sge sge{mr_->iova, length, mr_->stag};
+    SendWr wr;
+    wr.wr_id = id;
+    wr.opcode = opcode;
+    wr.flags = send_flags::kSignaled;
+    wr.sg_list = {&sge, 1};
+    wr.remote_addr = 0x1000;
+    wr.rkey = 0x4242;
+    return qp_->post_send(wr);
+  }
+  void feed(ConstByteSpan bytes) {
+    MutexLock lock(qp_->mutex());
+    rdmap_->feed(*qp_, bytes);
+  }
+  // The FPDUs fill() gives now, parsed.
+  std::vector<proto::testing::ParsedFpdu> drain() {
+    proto::TxBatch batch;
+    proto::testing::Bytes all;
+    for (int i = 0; i < 64 && fill(batch); ++i) {
+      proto::testing::append(all, proto::testing::flatten(batch.pending()));
+      batch.consume(batch.pending_bytes());
+      MutexLock lock(qp_->mutex());
+      for (std::uint64_t c : proto::testing::pop_all_sent(batch)) rdmap_->sent(*qp_, c);
+    }
+    return proto::testing::parse_stream(all).value_or(std::vector<proto::testing::ParsedFpdu>{});
+  }
+  // The QP failed and its only FPDU out is a Terminate with `code`.
+  void expect_terminated(const wire::TerminateCode& code) {
+    EXPECT_EQ(qp_->state(), QpState::kError);
+    const auto out = drain();
+    ASSERT_EQ(out.size(), 1u) << "FPDUs after the deregistration";
+    EXPECT_EQ(out[0].header.queue, wire::kQueueTerminate);
+    ASSERT_GE(out[0].payload.size(), 4u);
+    EXPECT_EQ(out[0].payload[0] >> 4, static_cast<int>(code.layer));
+    EXPECT_EQ(out[0].payload[0] & 0xF, code.etype);
+    EXPECT_EQ(out[0].payload[1], code.ecode);
   }
   Status send(std::uint64_t id, std::uint32_t length) {
     Sge sge{mr_->iova, length, mr_->stag};
@@ -77,6 +120,7 @@ class RdmapDriverTest : public ::testing::Test {
   verbs::CompletionQueue rcq_{64, nullptr, nullptr};
   std::vector<std::uint8_t> memory_;
   verbs::MemoryRegionRef mr_;
+  std::vector<std::uint8_t> other_memory_ = std::vector<std::uint8_t>(4096);
   std::unique_ptr<verbs::QueuePair> qp_;
   CountingLink link_;
   std::unique_ptr<RdmapDriver> rdmap_;  // destroyed before qp_
@@ -130,6 +174,59 @@ TEST_F(RdmapDriverTest, TheMessageInProgressEndsWhenTheQpFails) {
   proto::TxBatch next;
   EXPECT_FALSE(fill(next)) << "the flushed Send was continued";
   EXPECT_EQ(next.pending_bytes(), 0u);
+}
+
+TEST_F(RdmapDriverTest, DeregisteringTheSourceOfASendInProgressFailsTheQp) {
+  bind(/*max_ulpdu=*/64);
+  ASSERT_TRUE(send(1, 64 * 1024).is_ok());
+  proto::TxBatch batch;
+  ASSERT_TRUE(fill(batch));
+  verbs::deregister_region(device_, mr_);
+  EXPECT_EQ(link_.revokes, 1);
+  expect_terminated(wire::term::kRdmapLocalCatastrophic);
+}
+
+TEST_F(RdmapDriverTest, DeregisteringAnotherRegionChangesNothing) {
+  bind(/*max_ulpdu=*/64);
+  auto other = std::make_shared<verbs::MemoryRegion>();
+  other->addr = other_memory_.data();
+  other->length = other_memory_.size();
+  other->iova = reinterpret_cast<std::uintptr_t>(other_memory_.data());
+  other->pd = &pd_;
+  ASSERT_TRUE(device_.stags().insert(other));
+  ASSERT_TRUE(send(1, 64 * 1024).is_ok());
+  proto::TxBatch batch;
+  ASSERT_TRUE(fill(batch));
+  verbs::deregister_region(device_, other);
+  EXPECT_EQ(qp_->state(), QpState::kRts);
+  const auto out = drain();
+  ASSERT_FALSE(out.empty());
+  EXPECT_NE(out[0].header.queue, wire::kQueueTerminate);
+}
+
+TEST_F(RdmapDriverTest, DeregisteringTheSinkOfAnOutstandingReadFailsTheQp) {
+  bind();
+  ASSERT_TRUE(post(1, WrOpcode::kRdmaRead, 4096).is_ok());
+  ASSERT_EQ(drain().size(), 1u) << "the Read Request";
+  verbs::deregister_region(device_, mr_);
+  expect_terminated(wire::term::kRdmapLocalCatastrophic);
+}
+
+// Between two segments of a Send the receive's memory is resolved but no placement is under way.
+TEST_F(RdmapDriverTest, DeregisteringTheReceiveOfASendBetweenSegmentsFailsTheQp) {
+  bind();
+  Sge sge{mr_->iova, 4096, mr_->stag};
+  RecvWr rwr;
+  rwr.wr_id = 7;
+  rwr.sg_list = {&sge, 1};
+  ASSERT_TRUE(qp_->post_recv(rwr).is_ok());
+  const auto first = proto::testing::fpdu(
+      proto::testing::untagged_header(wire::RdmapOpcode::kSend, wire::kQueueSend, 1, 0, false),
+      proto::testing::pattern(100, 1), false);
+  feed(first);
+  ASSERT_EQ(qp_->state(), QpState::kRts);
+  verbs::deregister_region(device_, mr_);
+  expect_terminated(wire::term::kRdmapLocalCatastrophic);
 }
 
 }  // namespace
