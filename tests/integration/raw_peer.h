@@ -177,6 +177,9 @@ class RawPeer {
     if (fd_ >= 0) ::shutdown(fd_, SHUT_WR);
   }
 
+  // Bytes received and not yet taken as a whole FPDU (after a close: a cut-off FPDU).
+  std::size_t buffered() const { return rx_.size() - rx_pos_; }
+
   // FPDUs carry (and are checked for) a CRC once CRC was negotiated.
   void set_crc(bool on) { crc_ = on; }
   bool crc() const { return crc_; }

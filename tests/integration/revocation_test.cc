@@ -185,6 +185,41 @@ TEST_P(RevocationTest, ReadResponseHeldByAZeroWindow) {
   EXPECT_LT(received, kSize) << "the whole response went out";
 }
 
+// A Write waits for a window the peer keeps shut; the application moves the QP to ERROR, takes
+// the flush completion and frees the source. The peer then reads: whole FPDUs up to an orderly
+// close (the rest of the FPDU that was partly handed to TCP was copied before the flush), and
+// no byte of the source is read after the flush (a send from the poisoned memory would fail and
+// cut the stream).
+TEST_P(RevocationTest, FlushWhileAWriteWaitsForTheWindow) {
+  constexpr std::size_t kSize = 32u << 20;
+  Mapping region(kSize);
+  ASSERT_NE(region.data(), nullptr);
+  std::memset(region.data(), 0x3C, region.size());
+  mr_.emplace(pd_->reg_mr(region.data(), region.size(), access::kLocalWrite).value());
+  ASSERT_NO_FATAL_FAILURE(connect_raw(/*rcvbuf=*/4096));
+  Sge sge = mr_->sge(0, static_cast<std::uint32_t>(kSize));
+  SendWr wr;
+  wr.wr_id = 1;
+  wr.opcode = WrOpcode::kRdmaWrite;
+  wr.flags = send_flags::kSignaled;
+  wr.sg_list = {&sge, 1};
+  wr.remote_addr = 0;
+  wr.rkey = 0x1234;
+  ASSERT_TRUE(qp_->post_send(wr));
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  ASSERT_TRUE(qp_->modify_state(QpState::kError));
+  auto wc = wait_wc(*cq_);
+  ASSERT_TRUE(wc);
+  EXPECT_EQ(wc->status, WcStatus::kWrFlushError) << to_string(wc->status);
+  ASSERT_TRUE(region.poison());
+  const RawPeer::Drain d = raw_.drain_until_closed(20000);
+  EXPECT_EQ(d.last, ReadStatus::kClosed) << to_string(d.last);
+  EXPECT_GT(d.fpdus, 0u);
+  EXPECT_LT(d.payload_bytes, kSize);
+  EXPECT_EQ(raw_.buffered(), 0u) << "the stream was cut inside an FPDU";
+  EXPECT_TRUE(d.terminates.empty());
+}
+
 INSTANTIATE_TEST_SUITE_P(Crc, RevocationTest, ::testing::Values(false, true),
                          [](const ::testing::TestParamInfo<bool>& i) {
                            return i.param ? "crc" : "nocrc";
