@@ -375,6 +375,29 @@ expect_in() { section "$1" "$2" "${5:-provoke}" | grep -qE -- "$3" || problems+=
 # expect_not_in LOG NAME PATTERN SIDE [WORD]: PATTERN not in that section.
 expect_not_in() { ! section "$1" "$2" "${5:-provoke}" | grep -qE -- "$3" || problems+=("$4, $2: '$3'"); }
 
+# evidence NAME: what a failed cell leaves in the output, so that a failure seen once can be
+# studied afterwards: its capture frame by frame, every frame tshark flags (Malformed, Bad CRC)
+# decoded in full with its bytes, and the capture itself (gzip, base64, at most 512 KiB; decode
+# with `sed -n '/capture BEGIN/,/capture END/p' LOG | sed '1d;$d;s/^ *//' | base64 -d | gunzip`).
+evidence() {
+  local pcap="$share/$cap.pcap" f
+  [ -n "$cap" ] && [ -s "$pcap" ] || { echo "  evidence: no capture" >&2; return 0; }
+  if [ "$have_tshark" = 1 ]; then
+    tshark --disable-heuristic rpcrdma_iwarp -r "$pcap" 2>&1 | head -200 | sed 's/^/  frames: /' >&2
+    local flagged
+    flagged=$({ tshark --disable-heuristic rpcrdma_iwarp -r "$pcap" -Y "_ws.malformed || _ws.expert.severity >= warning" \
+                  -T fields -e frame.number 2>/dev/null
+                [ -s "$work/$cap.decode.txt" ] && frames_with "$work/$cap.decode.txt" "Bad CRC"; } | sort -nu | head -5)
+    for f in $flagged; do
+      tshark --disable-heuristic rpcrdma_iwarp -r "$pcap" -Y "frame.number == $f" -O iwarp_mpa,iwarp_ddp_rdmap -x \
+        2>&1 | head -120 | sed "s/^/  frame $f: /" >&2
+    done
+  fi
+  echo "  evidence: $1 capture BEGIN" >&2
+  gzip -c "$pcap" | base64 -w 100 | head -c 524288 | sed 's/^/  /' >&2
+  echo "  evidence: $1 capture END" >&2
+}
+
 report() {  # report NAME HOST_LOG GUEST_LOG
   if [ ${#problems[@]} -eq 0 ]; then
     echo "siw_matrix: ok: $1 ($((SECONDS - cell_start)) s)"
@@ -385,6 +408,7 @@ report() {  # report NAME HOST_LOG GUEST_LOG
     tail -30 "$2" | sed 's/^/  uwarp: /' >&2
     grep -v '^\[' "$3" | tail -30 | sed 's/^/  siw: /' >&2
     [ -s "$work/attempts.log" ] && grep -v '^\[' "$work/attempts.log" | tail -30 | sed 's/^/  earlier attempts: /' >&2
+    evidence "$1"
     failed=$((failed + 1))
     guest_discard
   fi
