@@ -1,0 +1,60 @@
+// What the FPDU reader (fpdu_reader.h) asks of the layer above it, segment by segment: where a
+// segment's payload goes (Placement) and what its end means (FpduSink); and why reception
+// stopped (RxFailure), which feeds the one Terminate.
+#pragma once
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <span>
+
+#include "base/bytes.h"
+#include "wire/ddp.h"
+#include "wire/rdmap.h"
+
+namespace uwarp::proto {
+
+// Where the payload of one DDP segment goes.
+struct Placement {
+  enum class Kind : std::uint8_t {
+    kScatter,   // into `scatter`, in order; the spans' total size equals the payload length
+    kBuffered,  // into the reader's own buffer (at most kMaxBufferedPayload bytes), handed to
+                // on_segment_end; for Read Requests and Terminates
+    kReject,    // protocol violation: the connection terminates with `error`
+    kDiscard,   // read and drop the payload (after a Terminate, the stream is only drained)
+  };
+  Kind kind = Kind::kReject;
+  std::span<const ByteSpan> scatter;  // owned by the sink; valid until on_segment_end
+  wire::TerminateCode error;
+
+  static Placement into(std::span<const ByteSpan> s) { return {Kind::kScatter, s, {}}; }
+  static Placement buffered() { return {Kind::kBuffered, {}, {}}; }
+  static Placement reject(wire::TerminateCode e) { return {Kind::kReject, {}, e}; }
+  static Placement discard() { return {Kind::kDiscard, {}, {}}; }
+};
+
+inline constexpr std::size_t kMaxBufferedPayload = wire::kTerminateMaxSize + 64;
+
+class FpduSink {
+ public:
+  virtual ~FpduSink() = default;
+  // The ULPDU header of the next segment is complete. `payload_length` excludes the DDP header.
+  virtual Placement on_segment_header(const wire::DdpHeader& header, std::size_t payload_length) = 0;
+  // The segment's trailer arrived and its CRC (if on) matched. `buffered` holds the payload for
+  // Placement::kBuffered, else is empty. Returns a Terminate code to end the connection.
+  virtual std::optional<wire::TerminateCode> on_segment_end(ConstByteSpan buffered) = 0;
+};
+
+// Why reception stopped for good; the copied header feeds the Terminate message.
+struct RxFailure {
+  wire::TerminateCode code;
+  bool have_header = false;
+  std::uint16_t ulpdu_length = 0;
+  std::array<std::uint8_t, wire::kMaxDdpHeaderSize> header{};  // the terminated DDP header
+  std::size_t header_size = 0;
+  std::array<std::uint8_t, wire::kReadRequestSize> rdmap_header{};  // a terminated Read Request
+  bool have_rdmap_header = false;
+};
+
+}  // namespace uwarp::proto
