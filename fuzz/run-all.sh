@@ -10,8 +10,10 @@
 #   ninja -C build-fuzz uwarp_fuzz
 # Environment: FUZZ_BUILD, the build directory (default build-fuzz, relative to the repository
 # root unless absolute); FUZZ_JOBS, how many targets run at once (default: the number of CPUs;
-# a target is one process). The committed corpus is never written to; crash inputs are kept in
-# a directory that the script names at the end.
+# a target is one process); FUZZ_KEEP_NEW, a directory where each target's corpus is kept and
+# grown across runs (DIR/<target>/, seeded from fuzz/corpus/<target>/ the first time). The
+# committed corpus is never written to; crash inputs are kept in a directory that the script
+# names at the end.
 set -euo pipefail
 
 seconds="${1:-20}"
@@ -32,11 +34,19 @@ trap cleanup EXIT
 
 # run_target TARGET SEEDS: one target's run; leaves its exit status in $work/TARGET/status.
 run_target() {
-  local target=$1 seeds=$2 dir="$work/$1" status=0
+  local target=$1 seeds=$2 dir="$work/$1" status=0 dir_corpus
   mkdir -p "$dir/corpus" "$dir/artifacts"
   cp -- "$seeds"/* "$dir/corpus"/
+  if [[ -n "${FUZZ_KEEP_NEW:-}" ]]; then
+    # The kept corpus: what earlier long runs found is where this run starts.
+    mkdir -p "$FUZZ_KEEP_NEW/$target"
+    cp -n -- "$dir/corpus"/* "$FUZZ_KEEP_NEW/$target"/ 2>/dev/null || true
+    dir_corpus="$FUZZ_KEEP_NEW/$target"
+  else
+    dir_corpus="$dir/corpus"
+  fi
   "$build/bin/$target" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 \
-      -artifact_prefix="$dir/artifacts/" "$dir/corpus" >"$dir/log" 2>&1 || status=$?
+      -artifact_prefix="$dir/artifacts/" "$dir_corpus" >"$dir/log" 2>&1 || status=$?
   echo "$status" >"$dir/status"
 }
 
