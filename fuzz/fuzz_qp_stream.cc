@@ -18,6 +18,7 @@
 #include "runtime/rdmap_driver.h"
 #include "verbs/device.h"
 #include "verbs/queue_pair.h"
+#include "verbs/revocation.h"
 #include "wire/fpdu.h"
 #include "wire/rdmap.h"
 
@@ -29,7 +30,11 @@ namespace {
 class CollectingLink final : public verbs::QpLink {
  public:
   void doorbell(verbs::QueuePair&) override {}
-  void revoke(verbs::QueuePair&, ConstByteSpan, bool) override {}  // nothing deregisters here
+  // As runtime::Stream::revoke.
+  void revoke(verbs::QueuePair& qp, ConstByteSpan memory, bool qp_in_use) override {
+    const bool queued = batch != nullptr && batch->reads_from(memory);
+    if (rdmap != nullptr) rdmap->revoke(qp, memory, qp_in_use || queued);
+  }
   void collect(verbs::QueuePair& qp) {
     const verbs::TxRequests r = rdmap->take_requests(qp);
     if (r.abandon && batch != nullptr) batch->abandon_after_current_fpdu();
@@ -54,19 +59,21 @@ struct Harness {
   std::array<verbs::MemoryRegionRef, kRegions> mr;
 
   Harness() {
+    for (int i = 0; i < kRegions; ++i) add_region(i);
+  }
+  // Region i, registered afresh (a new STag) in new memory.
+  void add_region(int i) {
     const std::uint32_t rights[kRegions] = {
         access::kAll, access::kLocalWrite | access::kRemoteWrite,
         access::kLocalWrite | access::kRemoteRead, access::kLocalWrite};
-    for (int i = 0; i < kRegions; ++i) {
-      mem[i].reset(new std::uint8_t[kRegionSize]());
-      mr[i] = std::make_shared<verbs::MemoryRegion>();
-      mr[i]->addr = mem[i].get();
-      mr[i]->length = kRegionSize;
-      mr[i]->iova = 0x10000u * (i + 1);
-      mr[i]->access = rights[i];
-      mr[i]->pd = i == 3 ? &other_pd : &pd;
-      FUZZ_CHECK(device.stags().insert(mr[i]));
-    }
+    mem[i].reset(new std::uint8_t[kRegionSize]());
+    mr[i] = std::make_shared<verbs::MemoryRegion>();
+    mr[i]->addr = mem[i].get();
+    mr[i]->length = kRegionSize;
+    mr[i]->iova = 0x10000u * (i + 1);
+    mr[i]->access = rights[i];
+    mr[i]->pd = i == 3 ? &other_pd : &pd;
+    FUZZ_CHECK(device.stags().insert(mr[i]));
   }
 };
 
@@ -127,7 +134,7 @@ void run_one(const std::uint8_t* data, std::size_t size) {
     const bool corrupt = in.ConsumeIntegralInRange<int>(0, 15) == 0;
     const std::size_t len = in.ConsumeIntegralInRange<std::size_t>(0, 600);
     payload = in.ConsumeBytes<std::uint8_t>(len);
-    switch (in.ConsumeIntegralInRange<int>(0, 9)) {
+    switch (in.ConsumeIntegralInRange<int>(0, 10)) {
       case 0:  // RDMA Write
         d.tagged = true;
         d.opcode = 0;
@@ -184,6 +191,16 @@ void run_one(const std::uint8_t* data, std::size_t size) {
       case 6:  // raw bytes
         stream.insert(stream.end(), payload.begin(), payload.end());
         continue;
+      case 9: {  // deregister a region in the middle of whatever is in progress and free it:
+                 // AddressSanitizer catches any later access to it
+        const int k = in.ConsumeIntegralInRange<int>(0, kRegions - 1);
+        if (!h.mem[k]) continue;
+        lock.unlock();
+        verbs::deregister_region(h.device, h.mr[k]);
+        h.mem[k].reset();
+        lock.lock();
+        continue;
+      }
       case 7: {  // a local work request: receive, or an RDMA Read whose response may follow
         const int k = in.ConsumeIntegralInRange<int>(0, kRegions - 1);
         const std::uint32_t off = in.ConsumeIntegralInRange<std::uint32_t>(0, kRegionSize);
@@ -257,7 +274,13 @@ void run_one(const std::uint8_t* data, std::size_t size) {
   std::array<WorkCompletion, 64> wcs;
   while (h.cq.poll(wcs) > 0) {
   }
-  for (auto& m : h.mr) m->valid.store(true);  // Send with Invalidate may have invalidated some
+  for (int i = 0; i < kRegions; ++i) {
+    if (!h.mem[i]) {
+      h.add_region(i);  // deregistered by this input
+    } else {
+      h.mr[i]->valid.store(true);  // Send with Invalidate may have invalidated it
+    }
+  }
 }
 
 }  // namespace
