@@ -81,14 +81,7 @@ void Stream::revoke(verbs::QueuePair& qp, ConstByteSpan memory, bool qp_in_use) 
 }
 
 void Stream::after_tx_locked(Transmitter::Outcome outcome) {
-  if (outcome == Transmitter::Outcome::kWriteShut) {
-    // Wait a bounded time for the peer to close its side too.
-    std::weak_ptr<Stream> weak = weak_from_this();
-    linger_timer_ = engine_.add_timer(Clock::now() + kLinger, [weak] {
-      if (auto self = weak.lock()) self->teardown(true, "closed");
-    });
-    return;
-  }
+  if (tx_.closing() && linger_timer_ == 0) arm_close_deadline();
   if (outcome != Transmitter::Outcome::kFailed) return;
   // The posting thread gets here with the QP lock only, and ending the stream (lost_locked)
   // needs mu_ as well: the engine thread ends it.
@@ -100,6 +93,24 @@ void Stream::after_tx_locked(Transmitter::Outcome outcome) {
     if (self->qp_ == nullptr) return;  // ended meanwhile (the receive saw the reset too)
     MutexLock qlock(self->qp_->mutex());
     self->lost_locked(false, self->tx_.failure());
+  });
+}
+
+void Stream::arm_close_deadline() {
+  std::weak_ptr<Stream> weak = weak_from_this();
+  linger_timer_ = engine_.add_timer(Clock::now() + kLinger, [weak] {
+    auto self = weak.lock();
+    if (!self) return;
+    bool shut = false;
+    {
+      MutexLock lock(self->mu_);
+      if (self->qp_ == nullptr) return;  // ended otherwise meanwhile
+      MutexLock qlock(self->qp_->mutex());
+      shut = self->tx_.write_shut();
+    }
+    self->teardown(shut, shut ? "closed (the peer did not close its side in time)"
+                              : "closed before the peer took the queued bytes (its window stayed "
+                                "shut)");
   });
 }
 

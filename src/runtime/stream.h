@@ -83,6 +83,10 @@ class Stream final : public io::IoHandler,
   // queued work. It never unbinds the QP (a failed send ends the stream from the engine thread).
   void pump_tx_locked(verbs::QueuePair& qp) REQUIRES(qp.mutex());
   void after_tx_locked(Transmitter::Outcome outcome);
+  // The close began (a disconnect, or the QP failed and asked to close): whatever the peer does,
+  // the stream ends within kLinger: gracefully if the write side could be shut (all sent) and
+  // the peer only did not close its side, else cut off (the peer kept its window shut).
+  void arm_close_deadline();
   // A receive found the end of the stream (0) or failed (-errno): the stream ends.
   void receive_ended_locked(long status) REQUIRES(mu_, qp_->mutex());
   // Watches for readability, naming the bounce buffer for the backend to receive into unless

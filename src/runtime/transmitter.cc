@@ -103,10 +103,11 @@ Transmitter::Outcome Transmitter::finish() {
     return Outcome::kFailed;
   }
   if (error_ != 0) return Outcome::kNone;
-  if (!shutdown_requested_ || write_shut_ || write_watched_ || !batch_.empty()) return Outcome::kNone;
-  write_shut_ = true;
-  io::shutdown_write(fd_);
-  return Outcome::kWriteShut;
+  if (shutdown_requested_ && !write_shut_ && !write_watched_ && batch_.empty()) {
+    write_shut_ = true;
+    io::shutdown_write(fd_);
+  }
+  return Outcome::kNone;
 }
 
 std::string Transmitter::failure() const {

@@ -5,8 +5,9 @@
 // lock that has returned before the lock is released, so no send reads application memory
 // after the QP has given it back (a flush, a deregistration). It reports each message handed to
 // TCP completely, sizes FPDUs from the TCP MSS and the socket's unsent bytes from the engine's
-// send budget, and closes the write side once asked and drained. It acts on what the QP asks of it (verbs::TxRequests, collected by the driver:
-// drop the queued bytes of flushed requests, close) before it sends again.
+// send budget, and closes the write side once asked and drained. It acts on what the QP asks of it
+// (verbs::TxRequests, collected by the driver: drop the queued bytes of flushed requests, close)
+// before it sends again.
 //
 // Lock: the QP lock, held by the caller for every call (the posting thread, a polling thread
 // or the engine thread); the members belong to the engine thread once the QP is unbound.
@@ -30,8 +31,7 @@ class Transmitter {
   // What a call left for the stream to do.
   enum class Outcome : std::uint8_t {
     kNone,
-    kFailed,    // a send failed (error()), reported once: no more sends; the stream is to end
-    kWriteShut  // the write side has just been closed: wait (bounded) for the peer's close
+    kFailed,  // a send failed (error()), reported once: no more sends; the stream is to end
   };
 
   Transmitter(Engine& engine, int fd);
@@ -48,6 +48,9 @@ class Transmitter {
   // No more sends (the stream is being torn down).
   void stop() { stopped_ = true; }
 
+  // The stream is to close (the QP asked): the write side shuts once the batch is sent.
+  bool closing() const { return shutdown_requested_; }
+  bool write_shut() const { return write_shut_; }
   long error() const { return error_; }
   std::string failure() const;  // the failed send's error, as a reason
   std::uint64_t bytes() const { return bytes_; }
@@ -72,8 +75,8 @@ class Transmitter {
   const int fd_;
   proto::TxBatch batch_;
   bool write_watched_ = false;  // the socket was full: waiting for on_writable
-  long error_ = 0;                // a send failed (-errno)
-  bool failed_now_ = false;       // ... and the stream has not yet been told
+  long error_ = 0;              // a send failed (-errno)
+  bool failed_now_ = false;     // ... and the stream has not yet been told
   bool shutdown_requested_ = false;
   bool write_shut_ = false;
   bool stopped_ = false;

@@ -1,5 +1,5 @@
-// Deregistration in the middle of an access: once dereg returns, uwarp touches the region no
-// more. The region lives in its own mapping, made inaccessible (PROT_NONE) right after the
+// Memory given back in the middle of an access, and waits a peer holds open. Once dereg returns,
+// uwarp touches the region no more. The region lives in its own mapping, made inaccessible (PROT_NONE) right after the
 // deregistration, so that any later access by uwarp faults (a placement) or fails (a send)
 // instead of passing unseen. A raw peer drives the access and stalls it: between a Write's
 // header and the rest of its payload, or by not reading a Read Response (a zero window).
@@ -218,6 +218,35 @@ TEST_P(RevocationTest, FlushWhileAWriteWaitsForTheWindow) {
   EXPECT_LT(d.payload_bytes, kSize);
   EXPECT_EQ(raw_.buffered(), 0u) << "the stream was cut inside an FPDU";
   EXPECT_TRUE(d.terminates.empty());
+}
+
+// A wait the peer controls has a deadline: uwarp has much queued for a peer that keeps its
+// window shut, and the application disconnects. The close ends within its bound (a few seconds)
+// with DISCONNECTED, and the socket is closed (the peer sees the end of the stream), instead of
+// waiting for ever for bytes that cannot leave.
+TEST_P(RevocationTest, DisconnectEndsWhileThePeerKeepsItsWindowShut) {
+  constexpr std::size_t kSize = 32u << 20;
+  Mapping region(kSize);
+  ASSERT_NE(region.data(), nullptr);
+  mr_.emplace(pd_->reg_mr(region.data(), region.size(), access::kLocalWrite).value());
+  ASSERT_NO_FATAL_FAILURE(connect_raw(/*rcvbuf=*/4096));
+  Sge sge = mr_->sge(0, static_cast<std::uint32_t>(kSize));
+  SendWr wr;
+  wr.wr_id = 1;
+  wr.opcode = WrOpcode::kRdmaWrite;
+  wr.sg_list = {&sge, 1};
+  wr.rkey = 0x1234;
+  ASSERT_TRUE(qp_->post_send(wr));
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  const auto start = std::chrono::steady_clock::now();
+  conn_.disconnect();
+  auto ev = channel_->get_event(kTimeoutMs);
+  ASSERT_TRUE(ev) << "no event within " << kTimeoutMs << " ms";
+  EXPECT_EQ(ev->type, CmEventType::kDisconnected) << to_string(ev->type);
+  const auto took = std::chrono::steady_clock::now() - start;
+  EXPECT_LT(took, std::chrono::seconds(6));
+  // The socket is closed: reading everything that was queued ends in EOF or a reset.
+  EXPECT_TRUE(raw_.wait_closed(20000));
 }
 
 INSTANTIATE_TEST_SUITE_P(Crc, RevocationTest, ::testing::Values(false, true),
