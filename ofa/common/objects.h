@@ -25,11 +25,12 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
-#include <mutex>
+
 #include <optional>
 #include <type_traits>
 #include <unordered_map>
 
+#include "base/mutex.h"
 #include "common/verbs_api.h"
 #include "uwarp/verbs.h"
 
@@ -71,9 +72,9 @@ struct OfaContext {
   verbs_context vctx{};  // first member; applications see &vctx.context
   Context core;
   // Async events name their QP by an id (the core QP's user context), never by pointer, so an
-  // event that outlives its QP is recognised and dropped. Guarded by objects_mu.
-  std::mutex objects_mu;
-  std::unordered_map<std::uint64_t, OfaQp*> qps;
+  // event that outlives its QP is recognised and dropped.
+  Mutex objects_mu;
+  std::unordered_map<std::uint64_t, OfaQp*> qps GUARDED_BY(objects_mu);
   std::atomic<std::uint64_t> next_id{1};
 
   explicit OfaContext(Context c) : core(std::move(c)) {}
@@ -148,8 +149,8 @@ struct OfaQp {
   std::uint64_t id = 0;  // key in OfaContext::qps and the core QP's user context
   ibv_qp_cap cap{};      // what the QP was created with (as reported back to the application)
   bool sq_sig_all = false;
-  std::mutex attr_mu;  // guards attr
-  QpAttributes attr;
+  Mutex attr_mu;
+  QpAttributes attr GUARDED_BY(attr_mu);
   std::uint32_t events_delivered = 0;  // guarded by ibv.mutex
   explicit OfaQp(QueuePair q) : core(std::move(q)) {}
   static OfaQp* from(ibv_qp* q) { return wrapper_of<OfaQp>(q); }

@@ -32,7 +32,8 @@ void count_delivery(Ibv& ibv, std::uint32_t& delivered) {
 
 // Fills `out` for a core event; false if its object is gone. Caller holds c.objects_mu, so the
 // QP (and the CQs and SRQ it uses) cannot be destroyed meanwhile.
-bool translate(OfaContext& c, const uwarp::AsyncEvent& e, ibv_async_event& out) {
+bool translate(OfaContext& c, const uwarp::AsyncEvent& e, ibv_async_event& out)
+    REQUIRES(c.objects_mu) {
   const auto id = static_cast<std::uint64_t>(reinterpret_cast<std::uintptr_t>(e.context));
   const auto it = c.qps.find(id);
   if (it == c.qps.end()) return false;
@@ -113,7 +114,7 @@ int ibv_get_async_event(ibv_context* context, ibv_async_event* event) {
       continue;
     }
     const bool delivered = c_boundary<bool>(false, [&] {
-      std::lock_guard lock(c->objects_mu);
+      uwarp::MutexLock lock(c->objects_mu);
       return translate(*c, *e, *event);
     });
     if (delivered) {

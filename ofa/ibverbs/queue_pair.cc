@@ -270,7 +270,7 @@ ibv_qp* create_qp(OfaContext& c, ibv_pd* pd, ibv_qp_init_attr& attr) {
   send_cq->qp_users.fetch_add(1);
   recv_cq->qp_users.fetch_add(1);
   if (srq != nullptr) srq->qp_users.fetch_add(1);
-  std::lock_guard lock(c.objects_mu);
+  MutexLock lock(c.objects_mu);
   c.qps.emplace(id, q);
   return &q->ibv;
 }
@@ -308,7 +308,7 @@ int modify_qp(OfaQp& q, const ibv_qp_attr& attr, int mask) {
     }
     q.ibv.state = static_cast<ibv_qp_state>(requested);  // valid: core_state knew it
   }
-  std::lock_guard lock(q.attr_mu);
+  MutexLock lock(q.attr_mu);
   QpAttributes& a = q.attr;
   if ((mask & IBV_QP_ACCESS_FLAGS) != 0) a.qp_access_flags = attr.qp_access_flags;
   if ((mask & IBV_QP_MAX_QP_RD_ATOMIC) != 0) a.max_rd_atomic = attr.max_rd_atomic;
@@ -416,8 +416,8 @@ int ibv_query_qp(ibv_qp* qp, ibv_qp_attr* attr, int attr_mask, ibv_qp_init_attr*
   attr->port_num = kPortNum;
   attr->pkey_index = 0;
   {
-    std::lock_guard lock(q->attr_mu);
-    const QpAttributes& a = q->attr;
+    uwarp::MutexLock lock(q->attr_mu);
+    const QpAttributes a = q->attr;  // a copy, taken under the lock
     std::memcpy(&attr->path_mtu, &a.path_mtu, sizeof a.path_mtu);  // as the application set it
     attr->qp_access_flags = a.qp_access_flags;
     attr->max_rd_atomic = a.max_rd_atomic;
@@ -452,7 +452,7 @@ int ibv_destroy_qp(ibv_qp* qp) {
   OfaContext* c = OfaContext::from(qp->context);
   {
     // From here on, async events of this QP are dropped instead of delivered.
-    std::lock_guard lock(c->objects_mu);
+    uwarp::MutexLock lock(c->objects_mu);
     c->qps.erase(q->id);
   }
   pthread_mutex_lock(&qp->mutex);

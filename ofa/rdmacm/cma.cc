@@ -57,7 +57,7 @@ ChannelState::~ChannelState() {
 }
 
 void ChannelState::push(Event* e) {
-  std::lock_guard lock(mu);
+  uwarp::MutexLock lock(mu);
   const bool was_empty = q.empty();
   q.push_back(e);
   if (was_empty) {
@@ -76,13 +76,13 @@ void ChannelState::drain_locked() {
 Event* ChannelState::take() {
   for (;;) {
     {
-      std::lock_guard lock(mu);
+      uwarp::MutexLock lock(mu);
       if (!q.empty()) {
         Event* e = q.front();
         q.pop_front();
         if (q.empty()) drain_locked();
         {
-          std::lock_guard ilock(e->owner->mu);
+          uwarp::MutexLock ilock(e->owner->mu);
           ++e->owner->delivered;
           if (e->ev.event == RDMA_CM_EVENT_DISCONNECTED && e->child == nullptr) {
             e->owner->disconnected_taken = true;
@@ -541,7 +541,7 @@ int rdma_ack_cm_event(rdma_cm_event* event) {
     if (event == nullptr) return fail(EINVAL);
     Event* e = Event::from(event);
     {
-      std::lock_guard lock(e->owner->mu);
+      uwarp::MutexLock lock(e->owner->mu);
       ++e->owner->acked;
     }
     e->owner->cv.notify_all();

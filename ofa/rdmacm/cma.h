@@ -32,6 +32,7 @@
 #include <optional>
 #include <vector>
 
+#include "base/mutex.h"
 #include "rdmacm/api.h"
 #include "rdmacm/mpa_choice.h"
 
@@ -77,18 +78,18 @@ struct ChannelState {
   std::vector<Event*> remove_if(Pred pred);
 
   int efd = -1;
-  std::mutex mu;
-  std::deque<Event*> q;      // guarded by mu; efd is readable exactly while q is non-empty
-  bool owned_by_id = false;  // a synchronous id's private channel
+  Mutex mu;
+  std::deque<Event*> q GUARDED_BY(mu);  // efd is readable exactly while q is non-empty
+  bool owned_by_id = false;             // a synchronous id's private channel
 
  private:
-  void drain_locked();
+  void drain_locked() REQUIRES(mu);
 };
 
 template <typename Pred>
 std::vector<Event*> ChannelState::remove_if(Pred pred) {
   std::vector<Event*> out;
-  std::lock_guard lock(mu);
+  MutexLock lock(mu);
   for (auto it = q.begin(); it != q.end();) {
     if (pred(*it)) {
       out.push_back(*it);
@@ -136,12 +137,17 @@ struct IdState {
   std::vector<std::uint8_t> connect_data;      // rdma_addrinfo ai_connect, sent first
   bool own_send_cq = false;                    // created by rdma_create_qp
   bool own_recv_cq = false;
-  // Event accounting, guarded by mu.
-  std::mutex mu;
-  std::condition_variable cv;
-  std::uint64_t delivered = 0;
-  std::uint64_t acked = 0;
-  bool disconnected_taken = false;  // the DISCONNECTED event was delivered
+  // Event accounting. cv: acked or delivered changed (waited on with mu).
+  Mutex mu;
+  std::condition_variable_any cv;
+  std::uint64_t delivered GUARDED_BY(mu) = 0;
+  std::uint64_t acked GUARDED_BY(mu) = 0;
+  bool disconnected_taken GUARDED_BY(mu) = false;  // the DISCONNECTED event was delivered
+  // Waits until every delivered event was acknowledged.
+  void wait_all_acked() EXCLUDES(mu) {
+    MutexLock lock(mu);
+    while (acked < delivered) cv.wait(mu);
+  }
 };
 
 // The process state.

@@ -220,8 +220,7 @@ int rdma_destroy_id(rdma_cm_id* id) {
       id->event = nullptr;
     }
     {
-      std::unique_lock lock(s->mu);
-      s->cv.wait(lock, [s] { return s->acked >= s->delivered; });
+      s->wait_all_acked();
     }
     if (s->listener.valid()) s->listener.close();
     if (s->conn.valid()) {
@@ -261,8 +260,7 @@ int rdma_migrate_id(rdma_cm_id* id, rdma_event_channel* channel) {
       s->sync = channel == nullptr;
     }
     {
-      std::unique_lock lock(s->mu);
-      s->cv.wait(lock, [s] { return s->acked >= s->delivered; });
+      s->wait_all_acked();
     }
     if (was_sync) delete_channel(from);
     return 0;
@@ -516,7 +514,7 @@ int rdma_disconnect(rdma_cm_id* id) {
       s->disconnect_requested = true;
       s->conn.disconnect();
       if (up && s->qp_destroyed) queue_disconnected_locked(s);  // the core reports none
-      std::lock_guard ilock(s->mu);
+      uwarp::MutexLock ilock(s->mu);
       wait = s->sync && (up || (s->disconnected_queued && !s->disconnected_taken));
     }
     if (!wait) return 0;
