@@ -38,6 +38,8 @@ namespace uwarp::rdmacm {
 using ofa::c_boundary;
 using ofa::c_boundary_void;
 
+Mutex cma_mu;
+
 Cma& cma() {
   // Never destroyed: the dispatcher thread and the device context live until the process ends.
   static Cma* c = new Cma;
@@ -199,7 +201,7 @@ void unregister_locked(IdState* s) {
 
 void discard_child(IdState* child) {
   {
-    std::lock_guard lock(cma().mu);
+    uwarp::MutexLock lock(cma_mu);
     unregister_locked(child);
   }
   if (child->conn.valid()) [[maybe_unused]]
@@ -222,14 +224,14 @@ void queue_disconnected_locked(IdState* s) {
 
 namespace {
 
-IdState* find_listener_locked(const Listener& l) {
+IdState* find_listener_locked(const Listener& l) REQUIRES(cma_mu) {
   for (IdState* s : cma().ids) {
     if (s->listener.valid() && s->listener.same(l)) return s;
   }
   return nullptr;
 }
 
-IdState* find_connection_locked(const Connection& c) {
+IdState* find_connection_locked(const Connection& c) REQUIRES(cma_mu) {
   for (IdState* s : cma().ids) {
     if (s->conn.valid() && s->conn.same(c)) return s;
   }
@@ -241,7 +243,7 @@ void set_endpoint(sockaddr_storage* dst, const std::string& text) {
   if (parse_endpoint(text, &a)) *dst = a;
 }
 
-void on_connect_request(CmEvent& e) {
+void on_connect_request(CmEvent& e) REQUIRES(cma_mu) {
   Cma& g = cma();
   IdState* l = find_listener_locked(e.listener);
   if (l == nullptr || l->phase != IdPhase::kListening) {
@@ -290,7 +292,7 @@ void on_connect_request(CmEvent& e) {
   queue_event_locked(ev);
 }
 
-void on_connection_event(CmEvent& e) {
+void on_connection_event(CmEvent& e) REQUIRES(cma_mu) {
   IdState* s = find_connection_locked(e.connection);
   if (s == nullptr) return;  // its id was destroyed
   rdma_cm_id* id = &s->self->id;
@@ -357,7 +359,7 @@ void dispatch_loop(EventChannel core) {
       std::fputc('\n', stderr);
     }
     try {
-      std::lock_guard lock(cma().mu);
+      uwarp::MutexLock lock(cma_mu);
       if (e->type == CmEventType::kConnectRequest) {
         on_connect_request(*e);
       } else {
@@ -374,7 +376,7 @@ void dispatch_loop(EventChannel core) {
 
 int ensure_device() {
   Cma& g = cma();
-  std::lock_guard lock(g.mu);
+  uwarp::MutexLock lock(cma_mu);
   if (g.verbs != nullptr) return 0;
   if (ofa::bridge_version() != ofa::kBridgeVersion) {
     std::fprintf(stderr,

@@ -114,20 +114,24 @@ enum class IdPhase : std::uint8_t {
   kDisconnected,   // DISCONNECTED
 };
 
+// The process state's lock (Cma, and the routing and phase fields of every IdState). A plain
+// global: it outlives every thread that may take it (its destructor does nothing).
+extern Mutex cma_mu;
+
 struct IdState {
   Id* self = nullptr;
   bool sync = false;  // created with a NULL channel: the channel is private, calls block
-  // Guarded by Cma::mu.
-  IdPhase phase = IdPhase::kIdle;
+  // Guarded by cma_mu.
+  IdPhase phase GUARDED_BY(cma_mu) = IdPhase::kIdle;
   Listener listener;
   Connection conn;
-  bool registered = false;           // in Cma::ids (events are routed to it)
-  bool disconnected_queued = false;  // a DISCONNECTED event was queued for it
+  bool registered GUARDED_BY(cma_mu) = false;           // in Cma::ids (events are routed to it)
+  bool disconnected_queued GUARDED_BY(cma_mu) = false;  // a DISCONNECTED event was queued
   // rdma_cm keeps a connection's events apart from its QP, uwarp's core ties the connection to
   // the QP: destroying the QP aborts the connection without a DISCONNECTED event. These two
   // flags let the library report the DISCONNECTED that rdma_cm would (see rdma_destroy_qp).
-  bool disconnect_requested = false;         // rdma_disconnect was called
-  bool qp_destroyed = false;                 // rdma_destroy_qp ended the connection
+  bool disconnect_requested GUARDED_BY(cma_mu) = false;  // rdma_disconnect was called
+  bool qp_destroyed GUARDED_BY(cma_mu) = false;  // rdma_destroy_qp ended the connection
   std::uint8_t req_initiator_depth = 0;      // from the CONNECT_REQUEST (peer's IRD)
   std::uint8_t req_responder_resources = 0;  // (peer's ORD)
   std::uint8_t initiator_depth = 0;          // what this side asked for
@@ -150,16 +154,17 @@ struct IdState {
   }
 };
 
-// The process state.
+// The process state. The device fields are set once, under cma_mu, by ensure_device and only
+// read afterwards; the routing registry is guarded by cma_mu.
 struct Cma {
-  std::mutex mu;
   ibv_context* verbs = nullptr;  // the one device context (never closed)
   ibv_pd* pd = nullptr;          // the default PD of every id
   std::uint8_t max_ird = 0;      // device max_qp_rd_atom
   std::uint8_t max_ord = 0;      // device max_qp_init_rd_atom
   MpaChoice mpa;                 // from UWARP_MPA, for every connection
   std::optional<EventChannel> core;
-  std::vector<IdState*> ids;  // ids with a listener or a connection: event routing targets
+  // Ids with a listener or a connection: event routing targets.
+  std::vector<IdState*> ids GUARDED_BY(cma_mu);
 };
 Cma& cma();
 
@@ -173,8 +178,8 @@ void delete_channel(Channel* c);
 
 // Events. `owner` is the id the event is accounted to; `id` is ev.id.
 Event* new_event(IdState* owner, rdma_cm_event_type type, int status);
-// Queues `e` on the owner's current channel. Caller holds Cma::mu.
-void queue_event_locked(Event* e);
+// Queues `e` on the owner's current channel. Caller holds cma_mu.
+void queue_event_locked(Event* e) REQUIRES(cma_mu);
 // For synchronous ids: acknowledges id->event, waits for the next event of the private
 // channel and leaves it in id->event; -1 with errno if it reports a failure (rdma-core's
 // ucma_complete). timeout_ms < 0 waits without limit; on timeout -1 with ETIMEDOUT.
@@ -182,11 +187,11 @@ int complete_sync(IdState* s, int timeout_ms = -1);
 
 // Ids.
 Id* new_id(Channel* channel, bool sync, void* context, rdma_port_space ps, ibv_qp_type qp_type);
-// Adds/removes an id to/from the routing registry. Caller holds Cma::mu.
-void register_locked(IdState* s);
-void unregister_locked(IdState* s);
-// Queues the DISCONNECTED event of `s` unless one was queued already. Caller holds Cma::mu.
-void queue_disconnected_locked(IdState* s);
+// Adds/removes an id to/from the routing registry. Caller holds cma_mu.
+void register_locked(IdState* s) REQUIRES(cma_mu);
+void unregister_locked(IdState* s) REQUIRES(cma_mu);
+// Queues the DISCONNECTED event of `s` unless one was queued already. Caller holds cma_mu.
+void queue_disconnected_locked(IdState* s) REQUIRES(cma_mu);
 // Frees an id that the application never saw (a child whose CONNECT_REQUEST was not
 // delivered), rejecting its pending connection.
 void discard_child(IdState* child);

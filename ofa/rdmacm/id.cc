@@ -202,11 +202,10 @@ int rdma_destroy_id(rdma_cm_id* id) {
   return c_boundary(-1, [&]() -> int {
     IdState* s = state_of(id);
     if (s == nullptr) return fail(EINVAL);
-    Cma& g = cma();
     std::vector<Event*> removed;
     IdPhase phase;
     {
-      std::lock_guard lock(g.mu);
+      uwarp::MutexLock lock(cma_mu);
       unregister_locked(s);
       phase = s->phase;
       removed = Channel::from(id->channel)->s->remove_if([s](Event* e) { return e->owner == s; });
@@ -254,7 +253,7 @@ int rdma_migrate_id(rdma_cm_id* id, rdma_event_channel* channel) {
       id->event = nullptr;
     }
     {
-      std::lock_guard lock(cma().mu);
+      uwarp::MutexLock lock(cma_mu);
       for (Event* e : from->s->remove_if([s](Event* e) { return e->owner == s; })) to->s->push(e);
       id->channel = &to->ch;
       s->sync = channel == nullptr;
@@ -271,7 +270,7 @@ int rdma_bind_addr(rdma_cm_id* id, sockaddr* addr) {
   return c_boundary(-1, [&]() -> int {
     IdState* s = state_of(id);
     if (s == nullptr || sockaddr_len(addr) == 0) return fail(EINVAL);
-    std::lock_guard lock(cma().mu);
+    uwarp::MutexLock lock(cma_mu);
     if (s->phase != IdPhase::kIdle) return fail(EINVAL);
     const int port = probe_bind(addr);
     if (port < 0) return fail(-port);
@@ -291,7 +290,7 @@ int rdma_resolve_addr(rdma_cm_id* id, sockaddr* src_addr, sockaddr* dst_addr, in
     if (s == nullptr || sockaddr_len(dst_addr) == 0) return fail(EINVAL);
     if (src_addr != nullptr && sockaddr_len(src_addr) == 0) return fail(EINVAL);
     {
-      std::lock_guard lock(cma().mu);
+      uwarp::MutexLock lock(cma_mu);
       if (s->phase != IdPhase::kIdle && s->phase != IdPhase::kBound &&
           s->phase != IdPhase::kAddrResolved) {
         return fail(EINVAL);
@@ -334,7 +333,7 @@ int rdma_resolve_route(rdma_cm_id* id, int timeout_ms) {
     IdState* s = state_of(id);
     if (s == nullptr) return fail(EINVAL);
     {
-      std::lock_guard lock(cma().mu);
+      uwarp::MutexLock lock(cma_mu);
       if (s->phase != IdPhase::kAddrResolved) return fail(EINVAL);
       s->phase = IdPhase::kRouteResolved;
       queue_event_locked(new_event(s, RDMA_CM_EVENT_ROUTE_RESOLVED, 0));
@@ -348,7 +347,7 @@ int rdma_listen(rdma_cm_id* id, int backlog) {
     IdState* s = state_of(id);
     if (s == nullptr) return fail(EINVAL);
     Cma& g = cma();
-    std::lock_guard lock(g.mu);
+    uwarp::MutexLock lock(cma_mu);
     if (s->phase == IdPhase::kIdle) {
       // Listening unbound: any IPv4 address, any port (as the kernel does).
       sockaddr_in any{};
@@ -425,7 +424,7 @@ int rdma_connect(rdma_cm_id* id, rdma_conn_param* conn_param) {
       append(params.private_data, conn_param->private_data, conn_param->private_data_len);
     }
     {
-      std::lock_guard lock(g.mu);
+      uwarp::MutexLock lock(cma_mu);
       if (s->phase != IdPhase::kRouteResolved) return fail(EINVAL);
       const sockaddr* dst = &id->route.addr.dst_addr;
       auto c = ofa::connect_qp(*g.core, id->qp, sockaddr_host(dst), sockaddr_port(dst), params);
@@ -451,7 +450,7 @@ int rdma_accept(rdma_cm_id* id, rdma_conn_param* conn_param) {
     if (need_qp(id, "rdma_accept") != 0) return -1;
     Cma& g = cma();
     {
-      std::lock_guard lock(g.mu);
+      uwarp::MutexLock lock(cma_mu);
       if (s->phase != IdPhase::kRequest) return fail(EINVAL);
       std::uint8_t ord;
       std::uint8_t ird;
@@ -488,7 +487,7 @@ int rdma_reject(rdma_cm_id* id, const void* private_data, std::uint8_t private_d
   return c_boundary(-1, [&]() -> int {
     IdState* s = state_of(id);
     if (s == nullptr) return fail(EINVAL);
-    std::lock_guard lock(cma().mu);
+    uwarp::MutexLock lock(cma_mu);
     if (s->phase != IdPhase::kRequest) return fail(EINVAL);
     std::vector<std::uint8_t> data;
     append(data, private_data, private_data_len);
@@ -508,7 +507,7 @@ int rdma_disconnect(rdma_cm_id* id) {
     if (s == nullptr) return fail(EINVAL);
     bool wait = false;
     {
-      std::lock_guard lock(cma().mu);
+      uwarp::MutexLock lock(cma_mu);
       if (!s->conn.valid() || s->phase == IdPhase::kRequest) return fail(EINVAL);
       const bool up = s->phase == IdPhase::kConnected || s->phase == IdPhase::kConnecting;
       s->disconnect_requested = true;
@@ -571,13 +570,13 @@ int rdma_init_qp_attr(rdma_cm_id* id, ibv_qp_attr* qp_attr, int* qp_attr_mask) {
         *qp_attr_mask = IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS;
         return 0;
       case IBV_QPS_RTR: {
-        std::lock_guard lock(cma().mu);
+        uwarp::MutexLock lock(cma_mu);
         qp_attr->max_dest_rd_atomic = s->responder_resources;
         *qp_attr_mask = IBV_QP_STATE;
         return 0;
       }
       case IBV_QPS_RTS: {
-        std::lock_guard lock(cma().mu);
+        uwarp::MutexLock lock(cma_mu);
         qp_attr->max_rd_atomic = s->initiator_depth;
         *qp_attr_mask = IBV_QP_STATE;
         return 0;

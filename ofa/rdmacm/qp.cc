@@ -152,16 +152,15 @@ void rdma_destroy_qp(rdma_cm_id* id) {
       // rdma_cm still reports one after rdma_disconnect (cmtime disconnects, destroys the QP,
       // then waits for the events). Reported here, or by a later rdma_disconnect.
       IdState* s = Id::from(id)->s;
-      Cma& g = cma();
       bool live;
       {
-        std::lock_guard lock(g.mu);
+        uwarp::MutexLock lock(cma_mu);
         live = s->conn.valid() &&
                (s->phase == IdPhase::kConnected || s->phase == IdPhase::kConnecting);
       }
-      ibv_destroy_qp(id->qp);  // may wait for async events: not under Cma::mu
+      ibv_destroy_qp(id->qp);  // may wait for async events: not under cma_mu
       if (live) {
-        std::lock_guard lock(g.mu);
+        uwarp::MutexLock lock(cma_mu);
         s->qp_destroyed = true;
         if (s->disconnect_requested) queue_disconnected_locked(s);
       }
