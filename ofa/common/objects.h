@@ -25,7 +25,6 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
-
 #include <optional>
 #include <type_traits>
 #include <unordered_map>

@@ -79,8 +79,9 @@ bool debug_enabled() {
 
 void trace(const uwarp::AsyncEvent& e) {
   const std::string_view type = to_string(e.type);
-  std::fprintf(stderr, "uwarp libibverbs: async event %.*s, QP %u: %s\n", static_cast<int>(type.size()),
-               type.data(), e.qp_num, e.detail.empty() ? "-" : e.detail.c_str());
+  std::fprintf(stderr, "uwarp libibverbs: async event %.*s, QP %u: %s\n",
+               static_cast<int>(type.size()), type.data(), e.qp_num,
+               e.detail.empty() ? "-" : e.detail.c_str());
 }
 
 template <typename Ibv>

@@ -417,7 +417,7 @@ int ibv_query_qp(ibv_qp* qp, ibv_qp_attr* attr, int attr_mask, ibv_qp_init_attr*
   attr->pkey_index = 0;
   {
     uwarp::MutexLock lock(q->attr_mu);
-    const QpAttributes a = q->attr;  // a copy, taken under the lock
+    const QpAttributes a = q->attr;                                // a copy, taken under the lock
     std::memcpy(&attr->path_mtu, &a.path_mtu, sizeof a.path_mtu);  // as the application set it
     attr->qp_access_flags = a.qp_access_flags;
     attr->max_rd_atomic = a.max_rd_atomic;

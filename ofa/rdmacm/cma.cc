@@ -388,7 +388,8 @@ int ensure_device() {
   const char* mpa_env = std::getenv("UWARP_MPA");
   auto mpa = parse_mpa_choice(mpa_env != nullptr ? mpa_env : "");
   if (!mpa) {
-    std::fprintf(stderr, "uwarp librdmacm: UWARP_MPA=%s: %s\n", mpa_env, mpa.error().message().c_str());
+    std::fprintf(stderr, "uwarp librdmacm: UWARP_MPA=%s: %s\n", mpa_env,
+                 mpa.error().message().c_str());
     return fail(EINVAL);
   }
   g.mpa = *mpa;

@@ -131,10 +131,10 @@ struct IdState {
   // the QP: destroying the QP aborts the connection without a DISCONNECTED event. These two
   // flags let the library report the DISCONNECTED that rdma_cm would (see rdma_destroy_qp).
   bool disconnect_requested GUARDED_BY(cma_mu) = false;  // rdma_disconnect was called
-  bool qp_destroyed GUARDED_BY(cma_mu) = false;  // rdma_destroy_qp ended the connection
-  std::uint8_t req_initiator_depth = 0;      // from the CONNECT_REQUEST (peer's IRD)
-  std::uint8_t req_responder_resources = 0;  // (peer's ORD)
-  std::uint8_t initiator_depth = 0;          // what this side asked for
+  bool qp_destroyed GUARDED_BY(cma_mu) = false;          // rdma_destroy_qp ended the connection
+  std::uint8_t req_initiator_depth = 0;                  // from the CONNECT_REQUEST (peer's IRD)
+  std::uint8_t req_responder_resources = 0;              // (peer's ORD)
+  std::uint8_t initiator_depth = 0;                      // what this side asked for
   std::uint8_t responder_resources = 0;
   // Set by the application's thread only.
   std::optional<ibv_qp_init_attr> ep_qp_attr;  // rdma_create_ep on a passive endpoint

@@ -218,9 +218,7 @@ int rdma_destroy_id(rdma_cm_id* id) {
       rdma_ack_cm_event(id->event);
       id->event = nullptr;
     }
-    {
-      s->wait_all_acked();
-    }
+    { s->wait_all_acked(); }
     if (s->listener.valid()) s->listener.close();
     if (s->conn.valid()) {
       if (phase == IdPhase::kRequest) {
@@ -258,9 +256,7 @@ int rdma_migrate_id(rdma_cm_id* id, rdma_event_channel* channel) {
       id->channel = &to->ch;
       s->sync = channel == nullptr;
     }
-    {
-      s->wait_all_acked();
-    }
+    { s->wait_all_acked(); }
     if (was_sync) delete_channel(from);
     return 0;
   });

@@ -82,45 +82,47 @@ struct Socket {
   int efd = -1;           // readable exactly while rx data, end of stream or an error waits
   std::uint64_t key = 0;  // the receive thread's name for it (epoll data)
 
-  std::mutex mu;
-  std::condition_variable cv;  // rx data, end of stream, connection state
-  State state = State::kFresh;
-  bool nonblocking = false;  // the application's O_NONBLOCK
-  bool closed = false;
-  bool watched = false;   // in the receive thread's epoll set
-  bool paused = false;    // receive buffer full: not read until the application catches up
-  bool want_out = false;  // a send backlog waits: the receive thread completes it
-  int sq_size = 384;      // SOL_RDMA options (reported back, no effect)
-  int rq_size = 384;
-  int inline_size = 64;
-  int iomap_size = 0;
+  Mutex mu;
+  std::condition_variable_any cv;  // rx data, end of stream, connection state
+  State state GUARDED_BY(mu) = State::kFresh;
+  bool nonblocking GUARDED_BY(mu) = false;  // the application's O_NONBLOCK
+  bool closed GUARDED_BY(mu) = false;
+  bool watched GUARDED_BY(mu) = false;  // in the receive thread's epoll set
+  bool paused GUARDED_BY(mu) =
+      false;  // receive buffer full: not read until the application catches up
+  bool want_out GUARDED_BY(mu) = false;  // a send backlog waits: the receive thread completes it
+  int sq_size GUARDED_BY(mu) = 384;      // SOL_RDMA options (reported back, no effect)
+  int rq_size GUARDED_BY(mu) = 384;
+  int inline_size GUARDED_BY(mu) = 64;
+  int iomap_size GUARDED_BY(mu) = 0;
   // Received.
-  std::vector<std::uint8_t> rx;
-  std::size_t rx_head = 0;
-  bool eof = false;
-  int rx_error = 0;
-  bool efd_set = false;
+  std::vector<std::uint8_t> rx GUARDED_BY(mu);
+  std::size_t rx_head GUARDED_BY(mu) = 0;
+  bool eof GUARDED_BY(mu) = false;
+  int rx_error GUARDED_BY(mu) = 0;
+  bool efd_set GUARDED_BY(mu) = false;
   // The frame being parsed.
-  std::uint8_t hdr[kIoWriteHeader] = {};
-  std::size_t hdr_have = 0;
-  std::uint64_t remaining = 0;  // payload bytes of the current frame still to come
-  std::uint8_t type = 0;
-  std::uint64_t io_offset = 0;
-  std::vector<IoMap> maps;
-  bool warned = false;
+  std::uint8_t hdr[kIoWriteHeader] GUARDED_BY(mu) = {};
+  std::size_t hdr_have GUARDED_BY(mu) = 0;
+  std::uint64_t remaining GUARDED_BY(mu) = 0;  // payload bytes of the current frame still to come
+  std::uint8_t type GUARDED_BY(mu) = 0;
+  std::uint64_t io_offset GUARDED_BY(mu) = 0;
+  std::vector<IoMap> maps GUARDED_BY(mu);
+  bool warned GUARDED_BY(mu) = false;
 
-  std::mutex tx_mu;
-  std::vector<std::uint8_t> tx_backlog;  // the unsent end of a frame (non-blocking sends)
-  std::size_t tx_head = 0;
+  Mutex tx_mu;  // taken before mu
+  std::vector<std::uint8_t> tx_backlog
+      GUARDED_BY(tx_mu);  // the unsent end of a frame (non-blocking sends)
+  std::size_t tx_head GUARDED_BY(tx_mu) = 0;
 
-  std::size_t rx_avail() const { return rx.size() - rx_head; }
+  std::size_t rx_avail() const REQUIRES(mu) { return rx.size() - rx_head; }
 };
 
 struct Table {
-  std::mutex mu;
-  std::unordered_map<int, std::shared_ptr<Socket>> by_fd;
-  std::unordered_map<std::uint64_t, std::shared_ptr<Socket>> by_key;
-  std::uint64_t next_key = 1;
+  Mutex mu;
+  std::unordered_map<int, std::shared_ptr<Socket>> by_fd GUARDED_BY(mu);
+  std::unordered_map<std::uint64_t, std::shared_ptr<Socket>> by_key GUARDED_BY(mu);
+  std::uint64_t next_key GUARDED_BY(mu) = 1;
   int epfd = -1;
   bool thread_started = false;
 };
@@ -132,7 +134,7 @@ Table& table() {
 
 std::shared_ptr<Socket> lookup(int fd) {
   Table& t = table();
-  std::lock_guard lock(t.mu);
+  uwarp::MutexLock lock(t.mu);
   auto it = t.by_fd.find(fd);
   return it != t.by_fd.end() ? it->second : nullptr;
 }
@@ -151,7 +153,7 @@ void put_be(std::uint8_t* p, std::uint64_t v, int n) {
 }
 
 // Makes efd readable exactly while something waits for rrecv. Caller holds s.mu.
-void update_efd_locked(Socket& s) {
+void update_efd_locked(Socket& s) REQUIRES(s.mu) {
   const bool readable = s.rx_avail() > 0 || s.eof || s.rx_error != 0;
   if (readable && !s.efd_set) {
     const std::uint64_t one = 1;
@@ -167,7 +169,7 @@ void update_efd_locked(Socket& s) {
 // What the receive thread watches: readability while the stream is read (connected, not paused,
 // not ended), writability while a send backlog waits. Nothing wanted: out of the epoll set (an
 // ended TCP socket would report EPOLLHUP for ever). Caller holds s.mu.
-void update_watch_locked(Socket& s) {
+void update_watch_locked(Socket& s) REQUIRES(s.mu) {
   if (s.closed) return;
   std::uint32_t events = 0;
   if (s.state == State::kConnected && !s.paused && !s.eof && s.rx_error == 0) {
@@ -188,16 +190,16 @@ void update_watch_locked(Socket& s) {
   }
 }
 
-void unwatch_locked(Socket& s) {
+void unwatch_locked(Socket& s) REQUIRES(s.mu) {
   if (!s.watched) return;
   ::epoll_ctl(table().epfd, EPOLL_CTL_DEL, s.fd, nullptr);
   s.watched = false;
 }
 
-bool flush_backlog(Socket& s, bool nonblocking);
+bool flush_backlog(Socket& s, bool nonblocking) REQUIRES(s.tx_mu);
 
 // Copies an IOWRITE payload into the mapped regions. Caller holds s.mu.
-void place(Socket& s, const std::uint8_t* data, std::size_t len) {
+void place(Socket& s, const std::uint8_t* data, std::size_t len) REQUIRES(s.mu) {
   while (len > 0) {
     const IoMap* m = nullptr;
     for (const IoMap& x : s.maps) {
@@ -228,7 +230,7 @@ void place(Socket& s, const std::uint8_t* data, std::size_t len) {
 }
 
 // Consumes received stream bytes. Caller holds s.mu. False on a framing error.
-bool parse(Socket& s, const std::uint8_t* p, std::size_t n) {
+bool parse(Socket& s, const std::uint8_t* p, std::size_t n) REQUIRES(s.mu) {
   while (n > 0) {
     if (s.remaining == 0) {
       if (s.hdr_have == 0) {
@@ -274,7 +276,7 @@ void receive_loop(int epfd) {
       std::shared_ptr<Socket> s;
       {
         Table& t = table();
-        std::lock_guard lock(t.mu);
+        uwarp::MutexLock lock(t.mu);
         auto it = t.by_key.find(evs[i].data.u64);
         if (it == t.by_key.end()) continue;
         s = it->second;
@@ -282,10 +284,10 @@ void receive_loop(int epfd) {
       if ((evs[i].events & (EPOLLOUT | EPOLLERR | EPOLLHUP)) != 0) {
         // Complete a send backlog: the application may not call again before the peer answers
         // (riostream spins on its buffer after its last riowrite).
-        std::lock_guard tx(s->tx_mu);
+        uwarp::MutexLock tx(s->tx_mu);
         const bool flushed = flush_backlog(*s, true);
         const int err = errno;
-        std::lock_guard lock(s->mu);
+        uwarp::MutexLock lock(s->mu);
         if (!flushed && err != EAGAIN && err != EWOULDBLOCK) {
           s->tx_backlog.clear();  // the connection failed: the receive side reports it
           s->tx_head = 0;
@@ -293,7 +295,7 @@ void receive_loop(int epfd) {
         s->want_out = s->tx_head < s->tx_backlog.size();
         update_watch_locked(*s);
       }
-      std::lock_guard lock(s->mu);
+      uwarp::MutexLock lock(s->mu);
       if (s->closed || !s->watched ||
           (evs[i].events & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR)) == 0) {
         continue;
@@ -329,7 +331,7 @@ void receive_loop(int epfd) {
 int watch(Socket& s) {
   Table& t = table();
   {
-    std::lock_guard lock(t.mu);
+    uwarp::MutexLock lock(t.mu);
     if (!t.thread_started) {
       sigset_t all;
       sigset_t old;
@@ -347,7 +349,7 @@ int watch(Socket& s) {
   }
   const int one = 1;
   ::setsockopt(s.fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-  std::lock_guard lock(s.mu);
+  uwarp::MutexLock lock(s.mu);
   s.state = State::kConnected;
   update_watch_locked(s);
   s.cv.notify_all();
@@ -360,7 +362,7 @@ std::shared_ptr<Socket> add_socket(int fd) {
   s->fd = fd;
   s->efd = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
   if (s->efd < 0) return nullptr;
-  std::lock_guard lock(t.mu);
+  uwarp::MutexLock lock(t.mu);
   if (t.epfd < 0) {
     t.epfd = ::epoll_create1(EPOLL_CLOEXEC);
     if (t.epfd < 0) {
@@ -377,7 +379,7 @@ std::shared_ptr<Socket> add_socket(int fd) {
 // A non-blocking connect that has completed becomes a connected, watched socket.
 void finish_connect(Socket& s) {
   {
-    std::lock_guard lock(s.mu);
+    uwarp::MutexLock lock(s.mu);
     if (s.state != State::kConnecting) return;
   }
   pollfd p{s.fd, POLLOUT, 0};
@@ -386,7 +388,7 @@ void finish_connect(Socket& s) {
   socklen_t len = sizeof err;
   ::getsockopt(s.fd, SOL_SOCKET, SO_ERROR, &err, &len);
   if (err != 0) {
-    std::lock_guard lock(s.mu);
+    uwarp::MutexLock lock(s.mu);
     s.state = State::kFresh;
     return;
   }
@@ -433,7 +435,7 @@ int send_all(int fd, std::vector<iovec> iov) {
 
 // Sends the backlog of an earlier non-blocking frame. Caller holds s.tx_mu. False with errno if
 // some remains (EAGAIN) or the socket failed.
-bool flush_backlog(Socket& s, bool nonblocking) {
+bool flush_backlog(Socket& s, bool nonblocking) REQUIRES(s.tx_mu) {
   while (s.tx_head < s.tx_backlog.size()) {
     const ssize_t n = ::send(s.fd, s.tx_backlog.data() + s.tx_head, s.tx_backlog.size() - s.tx_head,
                              MSG_NOSIGNAL | MSG_DONTWAIT);
@@ -466,13 +468,16 @@ std::vector<iovec> slice(const iovec* iov, int iovcnt, std::size_t len) {
 // Makes sure `s` is connected (completing a non-blocking connect). -1 with errno if not.
 int need_connected(Socket& s, bool nonblocking) {
   finish_connect(s);
-  std::unique_lock lock(s.mu);
-  if (s.state == State::kConnecting && !nonblocking) {
-    lock.unlock();
+  bool connecting = false;
+  {
+    uwarp::MutexLock lock(s.mu);
+    connecting = s.state == State::kConnecting;
+  }
+  if (connecting && !nonblocking) {
     wait_fd(s.fd, POLLOUT);
     finish_connect(s);
-    lock.lock();
   }
+  uwarp::MutexLock lock(s.mu);
   if (s.state == State::kConnecting) return fail(EAGAIN);
   if (s.state != State::kConnected) return fail(ENOTCONN);
   return 0;
@@ -487,12 +492,12 @@ ssize_t send_frame(int fd, std::uint8_t type, std::uint64_t offset, const iovec*
   for (int i = 0; i < iovcnt; ++i) total += iov[i].iov_len;
   bool nonblocking;
   {
-    std::lock_guard lock(s->mu);
+    uwarp::MutexLock lock(s->mu);
     nonblocking = s->nonblocking || (flags & MSG_DONTWAIT) != 0;
   }
   if (need_connected(*s, nonblocking) != 0) return -1;
   if (total == 0) return 0;
-  std::lock_guard tx(s->tx_mu);
+  uwarp::MutexLock tx(s->tx_mu);
   if (!flush_backlog(*s, nonblocking)) return -1;
   const std::size_t len = std::min(total, nonblocking ? kNonBlockingFrame : kBlockingFrame);
   std::uint8_t hdr[kIoWriteHeader];
@@ -526,7 +531,7 @@ ssize_t send_frame(int fd, std::uint8_t type, std::uint64_t offset, const iovec*
     sent = 0;
   }
   if (!s->tx_backlog.empty()) {
-    std::lock_guard lock(s->mu);
+    uwarp::MutexLock lock(s->mu);
     s->want_out = true;
     update_watch_locked(*s);
   }
@@ -540,14 +545,14 @@ ssize_t receive(int fd, const iovec* iov, int iovcnt, int flags) {
   for (int i = 0; i < iovcnt; ++i) want += iov[i].iov_len;
   bool nonblocking;
   {
-    std::lock_guard lock(s->mu);
+    uwarp::MutexLock lock(s->mu);
     nonblocking = s->nonblocking || (flags & MSG_DONTWAIT) != 0;
   }
   if (need_connected(*s, nonblocking) != 0) return -1;
   if (want == 0) return 0;
   const bool peek = (flags & MSG_PEEK) != 0;
   const bool wait_all = (flags & MSG_WAITALL) != 0 && !nonblocking && !peek;
-  std::unique_lock lock(s->mu);
+  uwarp::MutexLock lock(s->mu);
   std::size_t got = 0;
   int vi = 0;
   std::size_t vo = 0;
@@ -586,7 +591,7 @@ ssize_t receive(int fd, const iovec* iov, int iovcnt, int flags) {
       if (got == 0) return fail(EAGAIN);
       break;
     }
-    s->cv.wait(lock);
+    s->cv.wait(s->mu);
   }
   if (s->rx_head == s->rx.size()) {
     s->rx.clear();
@@ -624,7 +629,10 @@ int rsocket(int domain, int type, int protocol) {
       ::close(fd);
       return fail(e);
     }
-    s->nonblocking = (type & SOCK_NONBLOCK) != 0;
+    {
+      uwarp::MutexLock lock(s->mu);
+      s->nonblocking = (type & SOCK_NONBLOCK) != 0;
+    }
     return fd;
   });
 }
@@ -641,7 +649,7 @@ int rlisten(int socket, int backlog) {
     auto s = lookup(socket);
     if (!s) return fail(EBADF);
     if (::listen(socket, backlog) != 0) return -1;
-    std::lock_guard lock(s->mu);
+    uwarp::MutexLock lock(s->mu);
     s->state = State::kListening;
     return 0;
   });
@@ -653,7 +661,7 @@ int raccept(int socket, sockaddr* addr, socklen_t* addrlen) {
     if (!s) return fail(EBADF);
     bool nonblocking;
     {
-      std::lock_guard lock(s->mu);
+      uwarp::MutexLock lock(s->mu);
       if (s->state != State::kListening) return fail(EINVAL);
       nonblocking = s->nonblocking;
     }
@@ -684,14 +692,14 @@ int rconnect(int socket, const sockaddr* addr, socklen_t addrlen) {
     if (!s) return fail(EBADF);
     bool nonblocking;
     {
-      std::lock_guard lock(s->mu);
+      uwarp::MutexLock lock(s->mu);
       if (s->state != State::kFresh) return fail(EISCONN);
       nonblocking = s->nonblocking;
     }
     if (::connect(socket, addr, addrlen) == 0) return watch(*s);
     if (errno != EINPROGRESS) return -1;
     {
-      std::lock_guard lock(s->mu);
+      uwarp::MutexLock lock(s->mu);
       s->state = State::kConnecting;
     }
     if (nonblocking) return fail(EINPROGRESS);
@@ -700,7 +708,7 @@ int rconnect(int socket, const sockaddr* addr, socklen_t addrlen) {
     socklen_t len = sizeof err;
     ::getsockopt(socket, SOL_SOCKET, SO_ERROR, &err, &len);
     if (err != 0) {
-      std::lock_guard lock(s->mu);
+      uwarp::MutexLock lock(s->mu);
       s->state = State::kFresh;
       return fail(err);
     }
@@ -713,7 +721,7 @@ int rshutdown(int socket, int how) {
     auto s = lookup(socket);
     if (!s) return fail(EBADF);
     if (how == SHUT_WR || how == SHUT_RDWR) {
-      std::lock_guard tx(s->tx_mu);
+      uwarp::MutexLock tx(s->tx_mu);
       flush_backlog(*s, false);
     }
     return ::shutdown(socket, how);
@@ -725,7 +733,7 @@ int rclose(int socket) {
     std::shared_ptr<Socket> s;
     {
       Table& t = table();
-      std::lock_guard lock(t.mu);
+      uwarp::MutexLock lock(t.mu);
       auto it = t.by_fd.find(socket);
       if (it == t.by_fd.end()) return fail(EBADF);
       s = it->second;
@@ -733,10 +741,10 @@ int rclose(int socket) {
       t.by_key.erase(s->key);
     }
     {
-      std::lock_guard tx(s->tx_mu);
+      uwarp::MutexLock tx(s->tx_mu);
       flush_backlog(*s, false);
     }
-    std::lock_guard lock(s->mu);
+    uwarp::MutexLock lock(s->mu);
     unwatch_locked(*s);
     s->closed = true;
     s->cv.notify_all();
@@ -826,12 +834,12 @@ int rpoll(pollfd* fds, nfds_t nfds, int timeout) {
       sl.s = fds[i].fd >= 0 ? lookup(fds[i].fd) : nullptr;
       if (sl.s) {
         finish_connect(*sl.s);
-        std::lock_guard lock(sl.s->mu);
+        uwarp::MutexLock lock(sl.s->mu);
         sl.connected = sl.s->state == State::kConnected;
       }
       if (sl.connected) {
         {
-          std::lock_guard tx(sl.s->tx_mu);
+          uwarp::MutexLock tx(sl.s->tx_mu);
           flush_backlog(*sl.s, true);
         }
         sl.in = real.size();
@@ -854,7 +862,7 @@ int rpoll(pollfd* fds, nfds_t nfds, int timeout) {
         rev = static_cast<short>(
             (real[sl.in].revents & POLLIN ? fds[i].events & (POLLIN | POLLRDNORM) : 0) |
             (real[sl.out].revents & (POLLOUT | POLLWRNORM | POLLERR | POLLHUP)));
-        std::lock_guard lock(sl.s->mu);
+        uwarp::MutexLock lock(sl.s->mu);
         if (sl.s->rx_error != 0) rev |= POLLERR;
       } else {
         rev = real[sl.in].revents;
@@ -927,7 +935,7 @@ int rsetsockopt(int socket, int level, int optname, const void* optval, socklen_
     if (optval == nullptr || optlen < sizeof(int)) return fail(EINVAL);
     int v;
     std::memcpy(&v, optval, sizeof v);
-    std::lock_guard lock(s->mu);
+    uwarp::MutexLock lock(s->mu);
     switch (optname) {
       case RDMA_SQSIZE:
         s->sq_size = v;
@@ -955,7 +963,7 @@ int rgetsockopt(int socket, int level, int optname, void* optval, socklen_t* opt
     if (optval == nullptr || optlen == nullptr || *optlen < sizeof(int)) return fail(EINVAL);
     int v;
     {
-      std::lock_guard lock(s->mu);
+      uwarp::MutexLock lock(s->mu);
       switch (optname) {
         case RDMA_SQSIZE:
           v = s->sq_size;
@@ -991,11 +999,11 @@ int rfcntl(int socket, int cmd, ...) {
       case F_GETFL: {
         const int flags = ::fcntl(socket, F_GETFL);
         if (flags < 0) return -1;
-        std::lock_guard lock(s->mu);
+        uwarp::MutexLock lock(s->mu);
         return (flags & ~O_NONBLOCK) | (s->nonblocking ? O_NONBLOCK : 0);
       }
       case F_SETFL: {
-        std::lock_guard lock(s->mu);
+        uwarp::MutexLock lock(s->mu);
         s->nonblocking = (arg & O_NONBLOCK) != 0;
         return 0;
       }
@@ -1011,7 +1019,7 @@ off_t riomap(int socket, void* buf, std::size_t len, int prot, int flags, off_t 
     auto s = lookup(socket);
     if (!s) return fail(EBADF);
     if (buf == nullptr || len == 0 || (prot & PROT_WRITE) == 0) return fail(EINVAL);
-    std::lock_guard lock(s->mu);
+    uwarp::MutexLock lock(s->mu);
     if (s->iomap_size > 0 && s->maps.size() >= static_cast<std::size_t>(s->iomap_size)) {
       return fail(ENOMEM);
     }
@@ -1036,7 +1044,7 @@ int riounmap(int socket, void* buf, std::size_t len) {
   return c_boundary(-1, [&]() -> int {
     auto s = lookup(socket);
     if (!s) return fail(EBADF);
-    std::lock_guard lock(s->mu);
+    uwarp::MutexLock lock(s->mu);
     for (auto it = s->maps.begin(); it != s->maps.end(); ++it) {
       if (it->buf == buf && it->len == len) {
         s->maps.erase(it);
