@@ -47,7 +47,10 @@ Transmitter::Outcome Transmitter::pump(verbs::QueuePair& qp, RdmapDriver& rdmap)
 
 void Transmitter::collect(verbs::QueuePair& qp, RdmapDriver& rdmap) {
   const verbs::TxRequests r = rdmap.take_requests(qp);
-  if (r.abandon) abandon();
+  if (r.abandon) {
+    abandon();
+    qp_failed_ = true;  // the stream closes once its Terminate (if any) is sent
+  }
   if (r.shutdown) shutdown_requested_ = true;
 }
 

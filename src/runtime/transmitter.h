@@ -48,8 +48,9 @@ class Transmitter {
   // No more sends (the stream is being torn down).
   void stop() { stopped_ = true; }
 
-  // The stream is to close (the QP asked): the write side shuts once the batch is sent.
-  bool closing() const { return shutdown_requested_; }
+  // The stream is to close: the QP asked for it, or failed (its Terminate, if it queued one, is
+  // the last thing sent). The write side shuts once the batch is sent.
+  bool closing() const { return shutdown_requested_ || qp_failed_; }
   bool write_shut() const { return write_shut_; }
   long error() const { return error_; }
   std::string failure() const;  // the failed send's error, as a reason
@@ -78,6 +79,7 @@ class Transmitter {
   long error_ = 0;              // a send failed (-errno)
   bool failed_now_ = false;     // ... and the stream has not yet been told
   bool shutdown_requested_ = false;
+  bool qp_failed_ = false;  // the QP entered ERROR (an abandon was collected)
   bool write_shut_ = false;
   bool stopped_ = false;
   std::uint64_t bytes_ = 0;

@@ -249,6 +249,36 @@ TEST_P(RevocationTest, DisconnectEndsWhileThePeerKeepsItsWindowShut) {
   EXPECT_TRUE(raw_.wait_closed(20000));
 }
 
+// The same bound holds when the close comes from a Terminate that cannot leave: the peer fills
+// its window with a Read Response it does not read, then breaks a rule. uwarp's QP fails at once
+// and its Terminate waits behind the response; the stream still ends within the bound.
+TEST_P(RevocationTest, ATerminateBehindAShutWindowStillEndsTheStream) {
+  constexpr std::size_t kSize = 32u << 20;
+  Mapping region(kSize);
+  ASSERT_NE(region.data(), nullptr);
+  mr_.emplace(pd_->reg_mr(region.data(), region.size(), access::kRemoteRead).value());
+  ASSERT_NO_FATAL_FAILURE(connect_raw(/*rcvbuf=*/4096));
+  wire::ReadRequest rr;
+  rr.sink_stag = 0x1234;
+  rr.size = static_cast<std::uint32_t>(kSize);
+  rr.source_stag = mr_->rkey();
+  rr.source_to = reinterpret_cast<std::uintptr_t>(region.data());
+  ASSERT_TRUE(raw_.send_fpdu(
+      RawPeer::untagged_header(RdmapOpcode::kReadRequest, wire::kQueueReadRequest, 1),
+      RawPeer::read_request_body(rr)));
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  // A Write to an STag that does not exist: a Terminate is due.
+  ASSERT_TRUE(raw_.send_fpdu(
+      RawPeer::tagged_header(RdmapOpcode::kRdmaWrite, mr_->rkey() ^ 0x5A5A00, 0),
+      std::vector<std::uint8_t>(16, 1)));
+  const auto start = std::chrono::steady_clock::now();
+  auto ev = channel_->get_event(kTimeoutMs);
+  ASSERT_TRUE(ev) << "no event within " << kTimeoutMs << " ms";
+  EXPECT_EQ(ev->type, CmEventType::kDisconnected) << to_string(ev->type);
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(6));
+  EXPECT_TRUE(raw_.wait_closed(20000));
+}
+
 INSTANTIATE_TEST_SUITE_P(Crc, RevocationTest, ::testing::Values(false, true),
                          [](const ::testing::TestParamInfo<bool>& i) {
                            return i.param ? "crc" : "nocrc";
