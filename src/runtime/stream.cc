@@ -1,7 +1,7 @@
 #include "runtime/stream.h"
 
-#include <cerrno>
-#include <cstring>
+#include "runtime/silent_peer.h"
+#include "runtime/stream_end.h"
 
 namespace uwarp::runtime {
 namespace {
@@ -32,10 +32,9 @@ void Stream::start(const verbs::LinkParams& params, ConstByteSpan early_bytes) {
   p.max_ulpdu = tx_.first_max_ulpdu();
   rdmap_ = std::make_unique<RdmapDriver>(*qp_, this, p);  // the QP enters RTS
   pump_tx_locked(*qp_);  // our RTR, and requests posted before the connection was up
-  initiator_ = p.initiator;
   // Application threads polling the QP's CQs may receive from now on.
   poll_sources_.add(qp_->config(), shared_from_this());
-  if (initiator_) check_silent_peer(0);
+  if (p.initiator) check_silent_peer(0);
   if (!early_bytes.empty()) rdmap_->feed(*qp_, early_bytes);
   pump_tx_locked(*qp_);
   // Bytes may already wait in the socket (sent right after the MPA exchange): look at once.
@@ -44,21 +43,18 @@ void Stream::start(const verbs::LinkParams& params, ConstByteSpan early_bytes) {
 
 void Stream::check_silent_peer(int round) {
   // Called with the locks held at start, then from a timer on the engine thread.
-  constexpr auto kQuiet = std::chrono::milliseconds(200);
-  constexpr int kRounds = 25;  // watch the first 5 s of the connection
   std::weak_ptr<Stream> weak = weak_from_this();
-  engine_.add_timer(Clock::now() + kQuiet, [weak, round] {
+  engine_.add_timer(Clock::now() + kSilentPeerQuiet, [weak, round] {
     auto self = weak.lock();
     if (!self) return;
     MutexLock lock(self->mu_);
-    if (self->qp_ == nullptr || self->rx_.bytes() > 0) return;  // the peer is alive: done
+    if (self->qp_ == nullptr) return;
     MutexLock qlock(self->qp_->mutex());
-    if (self->tx_.bytes() > 0) {
-      self->rdmap_->queue_nudge(*self->qp_);  // once: the peer had something to answer
-      self->pump_tx_locked(*self->qp_);
-      return;
-    }
-    if (round + 1 < kRounds) self->check_silent_peer(round + 1);
+    const SilentPeerStep step = silent_peer_step(round, self->rx_.bytes(), self->tx_.bytes());
+    if (step == SilentPeerStep::kLookAgain) self->check_silent_peer(round + 1);
+    if (step != SilentPeerStep::kNudge) return;
+    self->rdmap_->queue_nudge(*self->qp_);
+    self->pump_tx_locked(*self->qp_);
   });
 }
 
@@ -138,23 +134,9 @@ StreamReceiver::Outcome Stream::received_locked(StreamReceiver::Outcome out) {
 }
 
 void Stream::receive_ended_locked(long status) {
-  if (status == 0 && tx_.error() != 0) {
-    // The send that failed took the socket's error (a reset): the end of the stream is not an
-    // orderly close.
-    lost_locked(false, tx_.failure());
-    return;
-  }
-  if (status == 0) {
-    // An orderly close only between FPDUs; a stream cut inside one is a failure.
-    // After a Terminate the stream was only being drained: its end is the expected close.
-    const bool terminated = !rdmap_->rx_open(*qp_);
-    const bool graceful = terminated || rdmap_->rx_at_boundary();
-    lost_locked(graceful, terminated ? "closed after a Terminate"
-                          : graceful ? "the peer closed the connection"
-                                     : "the peer closed the connection in the middle of an FPDU");
-    return;
-  }
-  lost_locked(false, std::string("receive failed: ") + std::strerror(static_cast<int>(-status)));
+  const StreamEnd end =
+      judge_stream_end(status, tx_.error(), !rdmap_->rx_open(*qp_), rdmap_->rx_at_boundary());
+  lost_locked(end.graceful, end.why);
 }
 
 void Stream::watch_locked(bool maybe_readable) {

@@ -22,7 +22,6 @@
 
 #include <cstdint>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
 
@@ -43,7 +42,6 @@ class Stream final : public io::IoHandler,
                      public std::enable_shared_from_this<Stream> {
  public:
   Stream(Engine& engine, io::Fd fd, verbs::QueuePair& qp, std::weak_ptr<StreamObserver> observer);
-  ~Stream() override = default;
 
   // Engine thread: binds the QP with the negotiated parameters (it enters RTS), feeds bytes that
   // arrived with the MPA exchange, and starts I/O.
@@ -83,9 +81,8 @@ class Stream final : public io::IoHandler,
   // queued work. It never unbinds the QP (a failed send ends the stream from the engine thread).
   void pump_tx_locked(verbs::QueuePair& qp) REQUIRES(qp.mutex());
   void after_tx_locked(Transmitter::Outcome outcome);
-  // The close began (a disconnect, or the QP failed and asked to close): whatever the peer does,
-  // the stream ends within kLinger: gracefully if the write side could be shut (all sent) and
-  // the peer only did not close its side, else cut off (the peer kept its window shut).
+  // The close began (a disconnect, a failed QP): the stream ends within kLinger whatever the peer
+  // does, gracefully only if all was sent (docs/errors.md, "Waits a peer controls").
   void arm_close_deadline();
   // A receive found the end of the stream (0) or failed (-errno): the stream ends.
   void receive_ended_locked(long status) REQUIRES(mu_, qp_->mutex());
@@ -95,8 +92,7 @@ class Stream final : public io::IoHandler,
   // Engine thread, mu_ held: receive and watch again unless an application claims the stream.
   void engine_receive_locked() REQUIRES(mu_);
   void schedule_handback_locked() REQUIRES(mu_);
-  // Initiator only: if the peer stays silent after our first messages, one nudge (see
-  // RdmapDriver::queue_nudge) releases a Linux siw responder that missed them.
+  // Initiator only: the watch for a silent peer (silent_peer.h).
   void check_silent_peer(int round);
   void unbind_qp_locked() REQUIRES(mu_, qp_->mutex());
   void lost_locked(bool graceful, const std::string& why) REQUIRES(mu_, qp_->mutex());
@@ -117,7 +113,6 @@ class Stream final : public io::IoHandler,
   int handback_checks_ GUARDED_BY(mu_) = 0;           // checks in this hand-off period
   PollSourceRegistration poll_sources_ GUARDED_BY(mu_);
   bool counted_ GUARDED_BY(mu_) = false;  // counted in the engine's streams (send budget)
-  bool initiator_ = false;
   bool torn_down_ = false;
   std::uint64_t linger_timer_ = 0;
 };
