@@ -68,7 +68,9 @@ std::shared_ptr<Connection> Connection::accepted(runtime::Engine& engine, const 
   std::weak_ptr<Connection> weak = c;
   c->socket_.set_deadline(runtime::Clock::now() + timeout, [weak] {
     auto self = weak.lock();
-    if (self && self->state_ == State::kAwaitingRequest) self->close_handshake();
+    if (!self || self->state_ != State::kAwaitingRequest) return;
+    if (auto l = self->listener_.lock()) l->request_timed_out();
+    self->close_handshake();
   });
   // The listener keeps pending connections alive until the application answers them.
   listener->adopt(c);
