@@ -41,7 +41,9 @@ struct ConnectionParams {
   std::uint8_t mpa_revision = 2;           // 1 or 2
   std::uint16_t ird = 16;                  // inbound RDMA Reads served at once (<= 128)
   std::uint16_t ord = 16;                  // outbound RDMA Reads in flight (<= 128)
-  int timeout_ms = 10000;                  // for the MPA reply
+  // Active side: for the MPA reply. Passive side, peer-to-peer: for the peer's RTR after
+  // accept; then kConnectError (kTimedOut), the QP goes to ERROR and the connection closes.
+  int timeout_ms = 10000;
 };
 
 class Connection {

@@ -89,7 +89,7 @@ Status Connection::accept(QueuePair& qp, const ConnectionParams& params) {
   if (!impl_) return Status(Errc::kInvalidState, "no connection");
   if (Status s = check(params); !s) return s;
   qp.impl_->bind(impl_);
-  return impl_->accept(*qp.impl_->qp, to_mpa(params));
+  return impl_->accept(*qp.impl_->qp, to_mpa(params), std::chrono::milliseconds(params.timeout_ms));
 }
 
 Status Connection::reject(std::span<const std::uint8_t> private_data) {
