@@ -41,7 +41,9 @@ struct ConnectionParams {
   std::uint8_t mpa_revision = 2;           // 1 or 2
   std::uint16_t ird = 16;                  // inbound RDMA Reads served at once (<= 128)
   std::uint16_t ord = 16;                  // outbound RDMA Reads in flight (<= 128)
-  int timeout_ms = 10000;                  // for the MPA reply
+  // Active side: for the MPA reply. Passive side, peer-to-peer: for the peer's RTR after
+  // accept; then kConnectError (kTimedOut), the QP goes to ERROR and the connection closes.
+  int timeout_ms = 10000;
 };
 
 class Connection {
@@ -69,11 +71,32 @@ class Connection {
   std::shared_ptr<cm::Connection> impl_;
 };
 
+// How a listener accepts. A pending connection is one accepted whose MPA request has not yet
+// arrived, or whose kConnectRequest the application has not yet accepted or rejected.
+struct ListenParams {
+  int backlog = 128;              // the kernel's queue of connections not yet accepted
+  // At most this many pending connections; each further one is closed as soon as it is
+  // accepted (and counted in ListenerStats::dropped). 0: UWARP_MAX_PENDING, else 1024.
+  std::uint32_t max_pending = 0;
+  // A connection whose MPA request is not complete this long after it was accepted is closed
+  // (ListenerStats::timed_out). 0: UWARP_MPA_REQUEST_TIMEOUT_MS, else 5000 (as Linux siw).
+  int request_timeout_ms = 0;
+};
+
+// What a listener has done so far (counts since listen), readable from any thread.
+struct ListenerStats {
+  std::uint64_t pending = 0;        // pending connections now
+  std::uint64_t dropped = 0;        // closed at once: max_pending were pending
+  std::uint64_t timed_out = 0;      // closed: no complete MPA request in request_timeout_ms
+  std::uint64_t accept_errors = 0;  // accepts that failed (out of descriptors: retried after a pause)
+};
+
 class Listener {
  public:
   Listener() = default;
   bool valid() const { return impl_ != nullptr; }
   std::uint16_t port() const;
+  ListenerStats stats() const;
   void close();
   bool same(const Listener& other) const { return impl_ == other.impl_; }
 
@@ -101,6 +124,7 @@ class EventChannel {
   // kConnectRequest events come in the order the TCP connections were accepted (a connection
   // that has sent no request holds back the ones behind it for at most 50 ms).
   Result<Listener> listen(const std::string& host, std::uint16_t port, int backlog = 128);
+  Result<Listener> listen(const std::string& host, std::uint16_t port, const ListenParams& params);
   // Connects `qp` to host:port; kEstablished, kRejected or kConnectError follows.
   Result<Connection> connect(const std::string& host, std::uint16_t port, QueuePair& qp,
                              const ConnectionParams& params = {});

@@ -52,9 +52,20 @@ std::optional<CmEvent> EventChannel::get_event(int timeout_ms) {
 }
 
 Result<Listener> EventChannel::listen(const std::string& host, std::uint16_t port, int backlog) {
+  return listen(host, port, ListenParams{.backlog = backlog});
+}
+
+Result<Listener> EventChannel::listen(const std::string& host, std::uint16_t port, const ListenParams& params) {
+  if (params.backlog < 0 || params.request_timeout_ms < 0) {
+    return error(Errc::kInvalidArgument, "backlog and request timeout must not be negative");
+  }
   auto addr = io::SocketAddress::resolve(host, port);
   if (!addr) return Unexpected{addr.error()};
-  auto l = cm::Listener::listen(impl_->ctx->engine, impl_->events, *addr, backlog, impl_->ctx);
+  cm::ListenOptions opts = cm::ListenOptions::from_environment();
+  opts.backlog = params.backlog;
+  if (params.max_pending != 0) opts.max_pending = params.max_pending;
+  if (params.request_timeout_ms != 0) opts.request_timeout = std::chrono::milliseconds(params.request_timeout_ms);
+  auto l = cm::Listener::listen(impl_->ctx->engine, impl_->events, *addr, opts, impl_->ctx);
   if (!l) return Unexpected{l.error()};
   return Listener(std::move(*l));
 }
@@ -78,7 +89,7 @@ Status Connection::accept(QueuePair& qp, const ConnectionParams& params) {
   if (!impl_) return Status(Errc::kInvalidState, "no connection");
   if (Status s = check(params); !s) return s;
   qp.impl_->bind(impl_);
-  return impl_->accept(*qp.impl_->qp, to_mpa(params));
+  return impl_->accept(*qp.impl_->qp, to_mpa(params), std::chrono::milliseconds(params.timeout_ms));
 }
 
 Status Connection::reject(std::span<const std::uint8_t> private_data) {
@@ -105,6 +116,12 @@ std::uint16_t Connection::peer_ord() const {
 }
 
 std::uint16_t Listener::port() const { return impl_ ? impl_->address().port() : 0; }
+ListenerStats Listener::stats() const {
+  if (!impl_) return {};
+  const cm::ListenerCounts c = impl_->counts();
+  return ListenerStats{.pending = c.pending, .dropped = c.dropped, .timed_out = c.timed_out,
+                       .accept_errors = c.accept_errors};
+}
 void Listener::close() {
   if (impl_) impl_->close();
 }

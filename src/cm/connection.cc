@@ -68,7 +68,9 @@ std::shared_ptr<Connection> Connection::accepted(runtime::Engine& engine, const 
   std::weak_ptr<Connection> weak = c;
   c->socket_.set_deadline(runtime::Clock::now() + timeout, [weak] {
     auto self = weak.lock();
-    if (self && self->state_ == State::kAwaitingRequest) self->close_handshake();
+    if (!self || self->state_ != State::kAwaitingRequest) return;
+    if (auto l = self->listener_.lock()) l->request_timed_out();
+    self->close_handshake();
   });
   // The listener keeps pending connections alive until the application answers them.
   listener->adopt(c);
@@ -171,7 +173,8 @@ void Connection::report_request() {
   }
 }
 
-Status Connection::accept(verbs::QueuePair& qp, const proto::MpaParams& local) {
+Status Connection::accept(verbs::QueuePair& qp, const proto::MpaParams& local,
+                          std::chrono::milliseconds rtr_timeout) {
   if (local.private_data.size() > proto::kMaxPrivateData) {
     return Status(Errc::kInvalidArgument, "private data longer than 508 bytes");
   }
@@ -186,12 +189,43 @@ Status Connection::accept(verbs::QueuePair& qp, const proto::MpaParams& local) {
     outcome_ = responder_.outcome();
     start_stream(link_params(outcome_, /*initiator=*/false), {});
     if (auto l = listener_.lock()) l->release(this);
-    if (state_ == State::kEstablishing && outcome_.rtr == proto::RtrType::kNone) {
+    if (state_ != State::kEstablishing) return;
+    if (outcome_.rtr == proto::RtrType::kNone) {
       state_ = State::kEstablished;
       emit(CmEventType::kEstablished, Status::ok());
+    } else {
+      arm_rtr_deadline(rtr_timeout);
     }
   });
   return result;
+}
+
+void Connection::arm_rtr_deadline(std::chrono::milliseconds timeout) {
+  std::weak_ptr<Connection> weak = weak_from_this();
+  rtr_timer_ = engine_.add_timer(runtime::Clock::now() + timeout, [weak] {
+    if (auto self = weak.lock()) {
+      self->rtr_timer_ = 0;
+      self->rtr_deadline_expired();
+    }
+  });
+}
+
+void Connection::cancel_rtr_deadline() {
+  if (rtr_timer_ != 0) engine_.cancel_timer(rtr_timer_);
+  rtr_timer_ = 0;
+}
+
+void Connection::rtr_deadline_expired() {
+  if (state_ != State::kEstablishing) return;
+  // The connection never came up: a connect error, and no kDisconnected when the stream closes.
+  state_ = State::kClosed;
+  disconnected_event_sent_ = true;
+  if (stream_) {
+    stream_->abort();  // unbinds the QP and closes the socket
+    engine_.retire(std::move(stream_));
+  }
+  if (qp_ != nullptr) [[maybe_unused]] Status s = qp_->modify_state(QpState::kError);  // flushes
+  emit(CmEventType::kConnectError, Status(Errc::kTimedOut, "no RTR from the peer in time"));
 }
 
 Status Connection::reject(std::span<const std::uint8_t> private_data) {
@@ -220,6 +254,7 @@ void Connection::start_stream(const verbs::LinkParams& params, ConstByteSpan ear
 
 void Connection::stream_rtr_received() {
   if (state_ != State::kEstablishing) return;
+  cancel_rtr_deadline();
   state_ = State::kEstablished;
   emit(CmEventType::kEstablished, Status::ok());
 }
@@ -227,6 +262,7 @@ void Connection::stream_rtr_received() {
 void Connection::stream_closed(bool graceful, const std::string& why) {
   const bool was_up = state_ == State::kEstablished || state_ == State::kEstablishing;
   state_ = State::kClosed;
+  cancel_rtr_deadline();
   if (stream_) engine_.retire(std::move(stream_));
   if (was_up && !disconnected_event_sent_) {
     disconnected_event_sent_ = true;
@@ -247,6 +283,7 @@ void Connection::disconnect() {
 void Connection::abort() {
   engine_.run_sync([&] {
     disconnected_event_sent_ = true;  // the application asked: no event
+    cancel_rtr_deadline();
     if (stream_) {
       stream_->abort();
       engine_.retire(std::move(stream_));

@@ -43,8 +43,12 @@ class Connection final : public io::IoHandler,
                                               const io::SocketAddress& peer, std::chrono::milliseconds timeout);
   ~Connection() override;
 
-  // Passive side, after kConnectRequest.
-  Status accept(verbs::QueuePair& qp, const proto::MpaParams& local);
+  // Passive side, after kConnectRequest. Peer-to-peer (RFC 6581), the connection is established
+  // when the peer's RTR arrives; if it has not within `rtr_timeout`, the connection fails:
+  // kConnectError (kTimedOut), the QP goes to ERROR (what was posted flushes), the socket closes.
+  Status accept(verbs::QueuePair& qp, const proto::MpaParams& local,
+                std::chrono::milliseconds rtr_timeout = kDefaultRtrTimeout);
+  static constexpr std::chrono::milliseconds kDefaultRtrTimeout{10000};  // as the MPA reply
   Status reject(std::span<const std::uint8_t> private_data);
   // Graceful close: work in flight completes or flushes; kDisconnected follows.
   void disconnect();
@@ -85,6 +89,10 @@ class Connection final : public io::IoHandler,
   void fail(CmEventType type, Status why, std::optional<wire::TerminateCode> terminate);
   void emit(CmEventType type, Status status, std::vector<std::uint8_t> private_data = {});
   void close_handshake();
+  // Passive side, peer-to-peer: the RTR deadline (engine thread).
+  void arm_rtr_deadline(std::chrono::milliseconds timeout);
+  void cancel_rtr_deadline();
+  void rtr_deadline_expired();
 
   runtime::Engine& engine_;
   std::weak_ptr<EventChannel> events_;
@@ -103,6 +111,7 @@ class Connection final : public io::IoHandler,
   bool disconnected_event_sent_ = false;
   std::shared_ptr<runtime::Stream> stream_;
   std::shared_ptr<Connection> self_;  // active side: alive while the handshake runs
+  std::uint64_t rtr_timer_ = 0;       // engine thread: the RTR deadline's timer, 0 if none
 };
 
 }  // namespace uwarp::cm

@@ -5,11 +5,11 @@
 namespace uwarp::cm {
 
 Result<std::shared_ptr<Listener>> Listener::listen(runtime::Engine& engine, const std::shared_ptr<EventChannel>& events,
-                                                   const io::SocketAddress& address, int backlog,
+                                                   const io::SocketAddress& address, const ListenOptions& options,
                                                    std::shared_ptr<void> owner) {
-  auto fd = io::tcp_listen(address, backlog);
+  auto fd = io::tcp_listen(address, options.backlog);
   if (!fd) return Unexpected{fd.error()};
-  std::shared_ptr<Listener> l(new Listener(engine, events));
+  std::shared_ptr<Listener> l(new Listener(engine, events, options));
   l->owner_ = std::move(owner);
   l->fd_ = std::move(*fd);
   l->address_ = io::local_address(l->fd_.get());
@@ -37,12 +37,14 @@ void Listener::close() {
     order_timer_ = 0;
     auto pending = std::move(pending_);
     pending_.clear();
+    pending_changed();
     for (auto& [ptr, c] : pending) c->abort();
   });
 }
 
 void Listener::adopt(const std::shared_ptr<Connection>& c) {
   pending_[c.get()] = c;
+  pending_changed();
   arrivals_.push_back(Arrival{c.get(), runtime::Clock::now() + kRequestOrderHold});
 }
 
@@ -53,6 +55,7 @@ std::deque<Listener::Arrival>::iterator Listener::arrival_of(Connection* c) {
 
 void Listener::release(Connection* c) {
   pending_.erase(c);
+  pending_changed();
   auto it = arrival_of(c);
   if (it == arrivals_.end()) return;
   arrivals_.erase(it);
@@ -91,10 +94,24 @@ void Listener::report_in_order() {
 }
 
 void Listener::on_accept(Result<io::Fd> connection, const io::SocketAddress& peer) {
-  if (!connection) return;  // transient accept errors: keep listening
+  if (!connection) {
+    accept_errors_.fetch_add(1, std::memory_order_relaxed);  // keep listening
+    return;
+  }
+  if (pending_.size() >= options_.max_pending) {
+    dropped_.fetch_add(1, std::memory_order_relaxed);
+    return;  // the connection closes here, before its MPA exchange starts
+  }
   auto events = events_.lock();
   if (!events) return;
-  Connection::accepted(engine_, events, shared_from_this(), std::move(*connection), peer, request_timeout_);
+  Connection::accepted(engine_, events, shared_from_this(), std::move(*connection), peer, options_.request_timeout);
+}
+
+ListenerCounts Listener::counts() const {
+  return ListenerCounts{.pending = pending_count_.load(std::memory_order_relaxed),
+                        .dropped = dropped_.load(std::memory_order_relaxed),
+                        .timed_out = timed_out_.load(std::memory_order_relaxed),
+                        .accept_errors = accept_errors_.load(std::memory_order_relaxed)};
 }
 
 }  // namespace uwarp::cm

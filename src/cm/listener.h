@@ -9,16 +9,24 @@
 // for kRequestOrderHold after it was accepted: a peer that connects and says nothing delays
 // the requests behind it by at most that.
 //
-// Threads: create and close from any thread; the work happens on the engine thread.
+// Limits (ListenOptions): at most max_pending connections are pending (adopted: accepted and not
+// yet accepted or rejected by the application); one accepted beyond is closed at once, and
+// counted. A connection's MPA request must be complete within request_timeout of its accept.
+// Accept errors are counted; the backend retries one out of descriptors after a pause.
+//
+// Threads: create and close from any thread; the work happens on the engine thread. counts()
+// from any thread (the counters are atomics written on the engine thread).
 #pragma once
 
 #include <chrono>
+#include <atomic>
 #include <deque>
 #include <memory>
 #include <unordered_map>
 
 #include "cm/connection.h"
 #include "cm/events.h"
+#include "cm/listen_options.h"
 #include "io/backend.h"
 #include "runtime/engine.h"
 
@@ -29,13 +37,16 @@ class Listener final : public io::IoHandler, public std::enable_shared_from_this
   // `owner` (may be null) is kept alive by the listener and by every connection it accepts; it
   // is set before accepting starts, as connections may arrive at once.
   static Result<std::shared_ptr<Listener>> listen(runtime::Engine& engine, const std::shared_ptr<EventChannel>& events,
-                                                  const io::SocketAddress& address, int backlog,
+                                                  const io::SocketAddress& address, const ListenOptions& options,
                                                   std::shared_ptr<void> owner);
   ~Listener() override;
   // Stops accepting; pending (unanswered) requests are closed.
   void close();
   const io::SocketAddress& address() const { return address_; }
   const std::shared_ptr<void>& owner() const { return owner_; }
+  ListenerCounts counts() const;
+  // Engine thread: a pending connection was closed because its request did not come in time.
+  void request_timed_out() { timed_out_.fetch_add(1, std::memory_order_relaxed); }
 
   static constexpr std::chrono::milliseconds kRequestOrderHold{50};
 
@@ -56,7 +67,9 @@ class Listener final : public io::IoHandler, public std::enable_shared_from_this
     bool complete = false;                   // its request waits to be reported
   };
 
-  Listener(runtime::Engine& engine, const std::shared_ptr<EventChannel>& events) : engine_(engine), events_(events) {}
+  Listener(runtime::Engine& engine, const std::shared_ptr<EventChannel>& events, const ListenOptions& options)
+      : engine_(engine), events_(events), options_(options) {}
+  void pending_changed() { pending_count_.store(pending_.size(), std::memory_order_relaxed); }
   // Reports the complete requests at the front of the order, drops the places that have
   // expired there, and sets a timer for the first expiry that holds back a complete request.
   void report_in_order();
@@ -67,10 +80,15 @@ class Listener final : public io::IoHandler, public std::enable_shared_from_this
   std::shared_ptr<void> owner_;  // keeps the engine's owner alive as long as this object
   io::Fd fd_;
   io::SocketAddress address_;
-  std::chrono::milliseconds request_timeout_{5000};  // as Linux siw: 5 s for the request
+  const ListenOptions options_;
   std::unordered_map<Connection*, std::shared_ptr<Connection>> pending_;
   std::deque<Arrival> arrivals_;
   std::uint64_t order_timer_ = 0;
+  // Counts: written on the engine thread, read by counts() from any thread.
+  std::atomic<std::uint64_t> pending_count_{0};  // pending_.size()
+  std::atomic<std::uint64_t> dropped_{0};
+  std::atomic<std::uint64_t> timed_out_{0};
+  std::atomic<std::uint64_t> accept_errors_{0};
 };
 
 }  // namespace uwarp::cm

@@ -51,7 +51,9 @@ class IoHandler {
   virtual void on_recv(long /*result*/) {}
   // send(): bytes sent from the iovecs (possibly fewer than all), or -errno.
   virtual void on_send(long /*result*/) {}
-  // accept(): one accepted connection, or an error; accept stays armed.
+  // accept(): one accepted connection, or an error; accept stays armed. After kNoResources (out
+  // of descriptors or memory: the connection stays queued) the backend tries again only after a
+  // pause (io/accept_backoff.h), serving other fds meanwhile; one call per attempt.
   virtual void on_accept(Result<Fd> /*connection*/, const SocketAddress& /*peer*/) {}
   // connect_wait(): the connect finished; 0 or the socket error.
   virtual void on_connect(int /*error*/) {}

@@ -13,6 +13,10 @@
 // further packets do not wake the loop thread for nothing, and restored by the next watch. The
 // flag stays set meanwhile, so that watch fires at once.
 //
+// Accepts: one that fails for want of resources (io/accept_backoff.h) pauses the fd's accepting
+// (accept_paused) until a deadline in paused_accepts_; run_once waits no longer than the first
+// deadline and then makes the fd ready again.
+//
 // Write interest likewise: senders write inline (runtime::Stream) and arm a send or a write
 // watch here only when the socket is full, but every ACK that frees send space raises an
 // EPOLLOUT edge. An EPOLLOUT edge with nothing armed that needs it therefore removes the write
@@ -32,6 +36,7 @@
 #include <vector>
 
 #include "base/mutex.h"
+#include "io/accept_backoff.h"
 #include "io/backend.h"
 
 namespace uwarp::io {
@@ -130,6 +135,7 @@ class EpollBackend final : public IoBackend {
     loop_thread_.store(std::this_thread::get_id(), std::memory_order_relaxed);
     {
       MutexLock lock(mu_);
+      timeout = resume_accepts_locked(timeout);
       if (!ready_.empty()) timeout = std::chrono::microseconds(0);
     }
     epoll_event events[64];
@@ -165,6 +171,10 @@ class EpollBackend final : public IoBackend {
       }
     }
     {
+      MutexLock lock(mu_);
+      resume_accepts_locked(timeout);
+    }
+    {
       // The two vectors trade buffers, so that a wake-up allocates nothing once they have grown.
       MutexLock lock(mu_);
       batch_.swap(ready_);
@@ -187,6 +197,8 @@ class EpollBackend final : public IoBackend {
     bool send_armed = false;
     std::span<const iovec> send_iov;
     bool accept_armed = false;
+    bool accept_paused = false;  // after an accept out of resources, until its deadline
+    AcceptBackoff accept_backoff;
     bool connect_armed = false;
     bool write_watch_armed = false;
     bool watch_mode = false;    // watch_readable was used: read interest may be dropped
@@ -273,7 +285,7 @@ class EpollBackend final : public IoBackend {
     } else if (s.write_watch_armed && s.writable) {
       s.write_watch_armed = false;
       step.kind = Step::kWritable;
-    } else if (s.accept_armed && s.readable) {
+    } else if (s.accept_armed && s.readable && !s.accept_paused) {
       step.kind = Step::kAccept;
     }
     return step;
@@ -328,8 +340,42 @@ class EpollBackend final : public IoBackend {
       if (it != fds_.end()) it->second.readable = false;
       return false;
     }
+    pace_accept(fd, !conn && conn.error().code() == Errc::kNoResources);
     h->on_accept(std::move(conn), peer);
     return true;
+  }
+
+  // An accept on fd succeeded or failed: after a failure for want of resources the fd accepts
+  // again only after a pause; any other outcome starts the back-off over.
+  void pace_accept(int fd, bool out_of_resources) {
+    MutexLock lock(mu_);
+    auto it = fds_.find(fd);
+    if (it == fds_.end()) return;
+    FdState& s = it->second;
+    if (!out_of_resources) {
+      s.accept_backoff.reset();
+      return;
+    }
+    s.accept_paused = true;
+    paused_accepts_.push_back({std::chrono::steady_clock::now() + s.accept_backoff.next(), fd});
+  }
+
+  // mu_ held: the paused accepts whose deadline has come are ready again (an fd detached
+  // meanwhile is forgotten); returns `timeout` shortened to the first deadline still ahead.
+  std::chrono::microseconds resume_accepts_locked(std::chrono::microseconds timeout) REQUIRES(mu_) {
+    const auto now = std::chrono::steady_clock::now();
+    std::erase_if(paused_accepts_, [&](const PausedAccept& p) REQUIRES(mu_) {
+      if (p.until > now) {
+        timeout = wait_at_most_until(timeout, p.until);
+        return false;
+      }
+      if (auto it = fds_.find(p.fd); it != fds_.end() && it->second.accept_paused) {
+        it->second.accept_paused = false;
+        ready_.push_back(p.fd);
+      }
+      return true;
+    });
+    return timeout;
   }
 
   // After a system call: EAGAIN clears the readiness flag and keeps the operation armed (returns
@@ -352,6 +398,11 @@ class EpollBackend final : public IoBackend {
   Mutex mu_;
   std::unordered_map<int, FdState> fds_ GUARDED_BY(mu_);
   std::vector<int> ready_ GUARDED_BY(mu_);
+  struct PausedAccept {
+    std::chrono::steady_clock::time_point until;
+    int fd;
+  };
+  std::vector<PausedAccept> paused_accepts_ GUARDED_BY(mu_);  // one per paused fd
   std::vector<int> batch_;  // loop thread only: the fds run_once is performing
   std::atomic<std::thread::id> loop_thread_{};
   bool pwait2_ = true;  // loop thread only

@@ -27,6 +27,9 @@
 // the ring was closed. Only the loop thread, which blocks all signals and expects that, may be
 // on that list; an application thread that opened and closed a device must never be.
 //
+// Accepts: one that fails for want of resources (io/accept_backoff.h) is submitted again only
+// after a pause (paused_accepts_, loop thread); run_once waits no longer than the first deadline.
+//
 // Attachments (uring_attachments.h) keeps the fds and their operations. detach cancels what is
 // in flight for the fd and waits for those completions, because the kernel may write into a
 // receive buffer until then.
@@ -39,6 +42,7 @@
 #include <thread>
 #include <vector>
 
+#include "io/accept_backoff.h"
 #include "io/backend.h"
 #include "io/race_annotations.h"
 #include "io/uring_attachments.h"
@@ -148,6 +152,7 @@ class UringBackend final : public IoBackend {
       ring_->reap([&](const Completion& c) { done |= uring::op_of(c.user_data) == Op::kShutdown; });
     }
     table_.clear();
+    paused_accepts_.clear();
   }
 
   void wake() override {
@@ -156,6 +161,7 @@ class UringBackend final : public IoBackend {
   }
 
   std::size_t run_once(std::chrono::microseconds timeout) override {
+    timeout = resume_accepts(timeout);
     table_.take_started(requests_batch_, immediate_batch_);
     for (const uring::Request& r : requests_batch_) submit(r);
     requests_batch_.clear();
@@ -288,10 +294,14 @@ class UringBackend final : public IoBackend {
   }
 
   void report_accept(std::uint64_t id, const uring::Target& t, int res) {
-    const SocketAddress peer = table_.accepted(id, t.fd);
+    std::chrono::milliseconds pause{0};
+    const SocketAddress peer = table_.accepted(id, t.fd, res, &pause);
+    if (pause.count() > 0) {
+      paused_accepts_.push_back({std::chrono::steady_clock::now() + pause, uring::Request{t.fd, id, Op::kAccept}});
+    }
     if (res < 0) {
-      t.handler->on_accept(error(Errc::kIoError, std::string("accept: ") + std::strerror(-res)),
-                           peer);
+      const Errc code = accept_out_of_resources(-res) ? Errc::kNoResources : Errc::kIoError;
+      t.handler->on_accept(error(code, std::string("accept: ") + std::strerror(-res)), peer);
       return;
     }
     Fd conn(res);
@@ -300,6 +310,21 @@ class UringBackend final : public IoBackend {
       return;
     }
     t.handler->on_accept(std::move(conn), peer);
+  }
+
+  // Loop thread: submits the paused accepts whose deadline has come (one detached meanwhile is
+  // dropped by submit); returns `timeout` shortened to the first deadline still ahead.
+  std::chrono::microseconds resume_accepts(std::chrono::microseconds timeout) {
+    const auto now = std::chrono::steady_clock::now();
+    std::erase_if(paused_accepts_, [&](const PausedAccept& p) {
+      if (p.until > now) {
+        timeout = wait_at_most_until(timeout, p.until);
+        return false;
+      }
+      submit(p.request);
+      return true;
+    });
+    return timeout;
   }
 
   Fd wake_fd_;
@@ -312,6 +337,11 @@ class UringBackend final : public IoBackend {
   std::vector<Completion> deferred_;     // reaped during detach; dispatched next
   std::vector<Completion> completions_;  // being dispatched
   std::uint64_t reporting_ = 0;          // the attachment whose receive is being reported
+  struct PausedAccept {
+    std::chrono::steady_clock::time_point until;
+    uring::Request request;
+  };
+  std::vector<PausedAccept> paused_accepts_;  // accepts out of resources, until their deadline
 };
 
 }  // namespace

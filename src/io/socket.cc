@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <cstring>
 
+#include "io/accept_backoff.h"
 #include "io/race_annotations.h"
 
 namespace uwarp::io {
@@ -102,6 +103,9 @@ Result<Fd> tcp_accept(int listen_fd, SocketAddress* peer) {
   Fd fd(::accept4(listen_fd, reinterpret_cast<sockaddr*>(&a.storage), &a.length, SOCK_NONBLOCK | SOCK_CLOEXEC));
   if (!fd.valid()) {
     if (errno == EAGAIN || errno == EWOULDBLOCK) return error(Errc::kBusy, "no pending connection");
+    if (accept_out_of_resources(errno)) {
+      return error(Errc::kNoResources, std::string("accept: ") + std::strerror(errno));
+    }
     return Unexpected{errno_status("accept")};
   }
   if (Status s = configure_stream(fd.get()); !s) return Unexpected{s};

@@ -56,7 +56,8 @@ struct SocketAddress {
 Result<Fd> tcp_listen(const SocketAddress& addr, int backlog);
 // Starts a non-blocking connect; completion is signalled by writability (see socket_error()).
 Result<Fd> tcp_connect_start(const SocketAddress& addr);
-// Accepts one pending connection (non-blocking); kBusy when none is pending.
+// Accepts one pending connection (non-blocking); kBusy when none is pending, kNoResources when
+// the process or the kernel is out of descriptors or memory (io::accept_out_of_resources).
 Result<Fd> tcp_accept(int listen_fd, SocketAddress* peer);
 // The pending error of a socket (SO_ERROR), 0 if none.
 int socket_error(int fd);

@@ -110,10 +110,17 @@ IoHandler* Attachments::handler_of(std::uint64_t id) {
   return it != states_.end() && attached_locked(it->second.fd, id) ? it->second.handler : nullptr;
 }
 
-SocketAddress Attachments::accepted(std::uint64_t id, int fd) {
+SocketAddress Attachments::accepted(std::uint64_t id, int fd, int res, std::chrono::milliseconds* pause) {
   MutexLock lock(mu_);
-  const SocketAddress peer = states_[id].peer;  // before the next accept is submitted into it
-  requests_.push_back(Request{fd, id, Op::kAccept});  // accept stays armed
+  State& s = states_[id];
+  const SocketAddress peer = s.peer;  // before the next accept is submitted into it
+  *pause = std::chrono::milliseconds(0);
+  if (res < 0 && accept_out_of_resources(-res)) {
+    *pause = s.accept_backoff.next();  // the loop thread submits it again after the pause
+  } else {
+    s.accept_backoff.reset();
+    requests_.push_back(Request{fd, id, Op::kAccept});  // accept stays armed
+  }
   return peer;
 }
 

@@ -10,12 +10,14 @@
 
 #include <sys/socket.h>
 
+#include <chrono>
 #include <cstdint>
 #include <unordered_map>
 #include <vector>
 
 #include "base/bytes.h"
 #include "base/mutex.h"
+#include "io/accept_backoff.h"
 #include "io/backend.h"
 #include "io/socket.h"
 
@@ -100,8 +102,10 @@ class Attachments {
   bool receiving(int fd, std::uint64_t reporting);
   // The handler of an attachment that has not been detached, else nullptr.
   IoHandler* handler_of(std::uint64_t id);
-  // An accept completed for `id`: the peer address it wrote, and the accept armed again.
-  SocketAddress accepted(std::uint64_t id, int fd);
+  // An accept completed for `id` with `res`: the peer address it wrote. The accept is armed
+  // again at once, unless it failed for want of resources (io/accept_backoff.h): then *pause is
+  // how long the loop thread waits before it submits Request{fd, id, kAccept} again (else 0).
+  SocketAddress accepted(std::uint64_t id, int fd, int res, std::chrono::milliseconds* pause);
   void clear();
 
   // What a started operation needs (set by start's callback).
@@ -115,6 +119,7 @@ class Attachments {
     ByteSpan watch_buf;
     msghdr msg{};
     SocketAddress peer;
+    AcceptBackoff accept_backoff;
   };
 
  private:
