@@ -146,8 +146,10 @@ Status set_liveness_bound(int fd, std::uint32_t ms) {
   if (::setsockopt(fd, IPPROTO_TCP, TCP_USER_TIMEOUT, &timeout, sizeof timeout) != 0)
     return errno_status("TCP_USER_TIMEOUT");
   // Keepalive intervals are whole seconds (at least 1); the user timeout ends the probing.
-  const int idle = static_cast<int>(std::max<std::uint32_t>(1, ms / 2000));
-  const int interval = static_cast<int>(std::max<std::uint32_t>(1, ms / 6000));
+  // Several probes fit in the bound (ten at 30 s, four at 5 s), so that a lossy path does not
+  // end an idle connection over one lost probe; at 2 s only one fits.
+  const int idle = static_cast<int>(std::max<std::uint32_t>(1, ms / 3000));
+  const int interval = static_cast<int>(std::max<std::uint32_t>(1, ms / 15000));
   const int count = 6;  // not reached: TCP_USER_TIMEOUT decides when the probes have failed
   const int one = 1;
   if (::setsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE, &idle, sizeof idle) != 0) return errno_status("TCP_KEEPIDLE");

@@ -76,9 +76,9 @@ std::uint32_t parse_liveness_bound_ms(const char* value);
 std::uint32_t liveness_bound_ms();
 // Applies a bound of `ms` (0: leaves the socket as the kernel made it): TCP_USER_TIMEOUT = ms,
 // which ends a connection whose data sent stays unacknowledged that long; and TCP keepalive
-// (probes after ms/2 of silence, then every ms/6, at least 1 s apart), whose probes the user
-// timeout cuts off at ms, so that a connection with nothing in flight learns of a vanished
-// peer too. A peer that acknowledges (even a zero window) is never cut off.
+// (probes after ms/3 of silence, then every ms/15, in whole seconds, at least 1), whose probes
+// the user timeout cuts off at ms, so that a connection with nothing in flight learns of a
+// vanished peer too. A peer that acknowledges (even a zero window) is never cut off.
 Status set_liveness_bound(int fd, std::uint32_t ms);
 // The current TCP maximum segment size (TCP_MAXSEG); 0 if unknown.
 std::size_t tcp_mss(int fd);
