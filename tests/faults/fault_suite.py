@@ -25,6 +25,15 @@ byte checked). The cases:
                       of a Write, Read or Send: with UWARP_TCP_USER_TIMEOUT_MS=LIVENESS_MS every
                       QP of both processes enters ERROR and flushes, and both exit with status 1
                       within BLACKHOLE_BOUND_S.
+  tun-forwarder       tests/faults/tun_forwarder.py's own test of its scheduler.
+  tun-delay-50ms      a TUN device in each namespace, tun_forwarder.py between them, 50 ms each
+                      way: Write, Read and Send of 4 MiB (about the path's bandwidth-delay
+                      product) complete, verified.
+  tun-reorder         the same path, 5 % of the packets held 3 ms while later ones overtake them.
+  tun-duplicate       the same path, 5 % of the packets written twice.
+                      Each TUN case first probes the path with numbered UDP datagrams (the
+                      round trip, inversions, repeats must show the impairment), and afterwards
+                      the forwarder's counters must show it too.
 
 A failed run (status 1) must still pass its audit (status 3 is an audit failure). Every case has
 a hard time limit; its processes are killed when it is reached. The namespaces (and with them the
@@ -37,6 +46,7 @@ import argparse
 import json
 import os
 import re
+import select
 import shutil
 import signal
 import subprocess
@@ -50,6 +60,10 @@ NS_S, NS_C = "uwf" + SUFFIX + "s", "uwf" + SUFFIX + "c"
 DEV_S, DEV_C = "uwf" + SUFFIX + "s0", "uwf" + SUFFIX + "c0"
 IP_S, IP_C = "10.79.0.1", "10.79.0.2"
 TABLE = "uwfault"
+# The path through tests/faults/tun_forwarder.py: a TUN device in each namespace.
+TUN_S, TUN_C = "uwf" + SUFFIX + "st", "uwf" + SUFFIX + "ct"
+TUN_IP_S, TUN_IP_C = "10.79.1.1", "10.79.1.2"
+FORWARDER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "tun_forwarder.py")
 
 # The liveness bound the processes get where a case sets one (UWARP_TCP_USER_TIMEOUT_MS), and
 # how long after a path goes black both must have exited: each connection ends within the bound
@@ -234,6 +248,8 @@ class Run:
         self.notes = []
         self.port = suite.next_port()
         self.liveness_ms = None  # UWARP_TCP_USER_TIMEOUT_MS for the processes; None: the default
+        self.server_ip = IP_S  # the veth path; TunPath switches to its own
+        self.forwarder = None
 
     def env(self):
         """The processes' environment: uwarp's default liveness bound unless the case set one."""
@@ -256,7 +272,7 @@ class Run:
 
     def start_client(self, op, sizes, iters, tag="client", extra=()):
         c = Proc(self.suite.perf, self.suite.logdir, f"{self.case}-{tag}", NS_C,
-                 ["client", IP_S, "--port", str(self.port), "--op", op, "--sizes", sizes,
+                 ["client", self.server_ip, "--port", str(self.port), "--op", op, "--sizes", sizes,
                   "--iters", str(iters), "--verify", "--audit", "--json", "--no-progress", *extra],
                  self.env())
         self.procs.append(c)
@@ -302,6 +318,8 @@ class Run:
     def cleanup(self):
         for p in self.procs:
             p.kill()
+        if self.forwarder is not None:
+            self.forwarder.stop()
 
 
 def tail(text, n=600):
@@ -431,6 +449,138 @@ def case_blackhole(op):
     return fn
 
 
+class TunPath:
+    """tun_forwarder.py between a TUN device in each namespace (TUN_IP_S <-> TUN_IP_C), with
+    the impairments `args` asks for; stop() ends it and returns its counters."""
+
+    def __init__(self, r, *args):
+        self.p = subprocess.Popen([sys.executable, FORWARDER, "--a", TUN_S, "--b", TUN_C,
+                                   "--max-seconds", str(CASE_LIMIT_S + 30), *args],
+                                  stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        self.counts = None
+        r.forwarder = self
+        ready, _, _ = select.select([self.p.stdout], [], [], 10)
+        if not ready or self.p.stdout.readline().strip() != "ready":
+            raise Failed("tun_forwarder.py did not get ready")
+        for name, dev, ip, peer in ((NS_S, TUN_S, TUN_IP_S, TUN_IP_C), (NS_C, TUN_C, TUN_IP_C, TUN_IP_S)):
+            run("ip", "link", "set", dev, "netns", name)
+            run("ip", "-n", name, "addr", "add", ip, "peer", peer, "dev", dev)
+            run("ip", "-n", name, "link", "set", dev, "mtu", "1500", "up")
+        r.server_ip = TUN_IP_S
+
+    def stop(self):
+        """Ends the forwarder (bounded); its counters, {} if it gave none."""
+        if self.counts is None:
+            self.counts = {}
+            if self.p.poll() is None:
+                self.p.terminate()
+            try:
+                out, _ = self.p.communicate(timeout=5)
+                self.counts = json.loads(out.strip().splitlines()[-1])
+            except (subprocess.TimeoutExpired, ValueError, IndexError):
+                self.p.kill()
+                self.p.wait()
+        return self.counts
+
+    def total(self, key):
+        c = self.stop()
+        return sum(d.get(key, 0) for d in c.values())
+
+
+# A UDP echo in the server's namespace and a prober in the client's: N numbered datagrams, 0.5 ms
+# apart; what comes back says what the path does (round trips, repeats, inversions).
+PROBE_ECHO = """
+import socket, sys, time
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+s.bind((sys.argv[1], int(sys.argv[2])))
+s.settimeout(0.2)
+print("ready", flush=True)
+end = time.monotonic() + 10
+while time.monotonic() < end:
+    try:
+        data, peer = s.recvfrom(2048)
+    except socket.timeout:
+        continue
+    s.sendto(data, peer)
+"""
+PROBE_SEND = """
+import json, socket, struct, sys, time
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+s.setblocking(False)
+dst, n = (sys.argv[1], int(sys.argv[2])), int(sys.argv[3])
+sent, got = {}, []
+for i in range(n):
+    sent[i] = time.monotonic()
+    s.sendto(struct.pack("!I", i) + bytes(100), dst)
+    end = time.monotonic() + 0.0005
+    while time.monotonic() < end:
+        try:
+            got.append((struct.unpack("!I", s.recv(2048)[:4])[0], time.monotonic()))
+        except BlockingIOError:
+            pass
+s.settimeout(0.5)
+end = time.monotonic() + 3
+while time.monotonic() < end:
+    try:
+        got.append((struct.unpack("!I", s.recv(2048)[:4])[0], time.monotonic()))
+    except socket.timeout:
+        break
+seqs = [q for q, _ in got]
+rtts = sorted((t - sent[q]) * 1000 for q, t in got)
+print(json.dumps(dict(sent=n, echoes=len(got), unique=len(set(seqs)), duplicates=len(seqs) - len(set(seqs)),
+                      inversions=sum(1 for a, b in zip(seqs, seqs[1:]) if b < a),
+                      rtt_min_ms=rtts[0] if rtts else -1, rtt_median_ms=rtts[len(rtts) // 2] if rtts else -1)))
+"""
+
+
+def probe(r, n=200):
+    """Runs the probe across the TUN path; its counts."""
+    port = str(r.suite.next_port())
+    echo = subprocess.Popen(["ip", "netns", "exec", NS_S, sys.executable, "-c", PROBE_ECHO, TUN_IP_S, port],
+                            stdout=subprocess.PIPE, text=True)
+    try:
+        ready, _, _ = select.select([echo.stdout], [], [], 5)
+        if not ready or echo.stdout.readline().strip() != "ready":
+            raise Failed("the probe's echo did not start")
+        out = ns(NS_C, sys.executable, "-c", PROBE_SEND, TUN_IP_S, port, str(n), timeout=15).stdout
+        return json.loads(out)
+    finally:
+        echo.kill()
+        echo.wait()
+
+
+def case_tun(forwarder_args, check_probe, ops_sizes_iters, check_counts):
+    """A TUN path with these impairments: the probe must see them (check_probe), then each op's
+    transfer completes verified, and the forwarder's counters must show them (check_counts)."""
+    def fn(r):
+        path = TunPath(r, *forwarder_args)
+        p = probe(r)
+        why = check_probe(p)
+        if why:
+            raise Failed(f"the path does not do what it should: {why}: {p}")
+        r.notes.append(f"probe: {p['echoes']}/{p['sent']} echoes, rtt {p['rtt_min_ms']:.1f}-{p['rtt_median_ms']:.1f} ms, "
+                       f"{p['inversions']} inversions, {p['duplicates']} repeats")
+        ops, sizes, iters = ops_sizes_iters
+        verified_transfers(r, ops, sizes, iters)
+        c = path.stop()
+        why = check_counts(path)
+        if why:
+            raise Failed(f"forwarder: {why}: {c}")
+        r.notes.append("forwarder: " + ", ".join(f"{k} {path.total(k)}" for k in
+                                                  ("packets_in", "reordered", "duplicated", "dropped")))
+    return fn
+
+
+TUN_DELAY_MS = 50  # each way: a round trip of 100 ms
+
+
+def case_tun_self_test(r):
+    out = run(sys.executable, FORWARDER, "--self-test", check=False, timeout=30)
+    if out.returncode != 0:
+        raise Failed(tail(out.stdout + out.stderr))
+    r.notes.append(out.stdout.strip().splitlines()[-1])
+
+
 CASES = [
     # With 5 % of the segments lost each way TCP itself moves about 1-2 MB/s here (raw TCP
     # measured alike): smaller messages, fewer of them.
@@ -445,6 +595,25 @@ CASES = [
     Case("kill-client-setup", "SIGKILL to a client of 256 QPs while it connects them", case_kill_client_in_setup),
     *[Case(f"blackhole-{op}", f"all packets dropped both ways mid-{op}, liveness bound {LIVENESS_MS} ms",
            case_blackhole(op)) for op in ("write", "read", "send")],
+    Case("tun-forwarder", "tun_forwarder.py --self-test: its scheduler delays, reorders, duplicates, bounds",
+         case_tun_self_test),
+    # A 4 MiB message is about the path's bandwidth-delay product (a few hundred Mbit/s through
+    # the forwarder times 100 ms): TCP's windows must open fully for it.
+    Case("tun-delay-50ms", f"TUN path, {TUN_DELAY_MS} ms each way: Write, Read, Send of 4 MiB verified",
+         case_tun(["--delay-ms", str(TUN_DELAY_MS)],
+                  lambda p: None if p["rtt_min_ms"] >= 2 * TUN_DELAY_MS else "round trip below the delay",
+                  (("write", "read", "send"), "4M", 4),
+                  lambda f: None if f.total("packets_in") > 0 and f.total("dropped") == 0 else "nothing forwarded")),
+    Case("tun-reorder", "TUN path, 5 % of packets held 3 ms behind later ones: Write, Read, Send verified",
+         case_tun(["--delay-ms", "1", "--reorder-pct", "5", "--reorder-ms", "3"],
+                  lambda p: None if p["inversions"] > 0 else "no reordering seen",
+                  (("write", "read", "send"), "4K,1M", 16),
+                  lambda f: None if f.total("reordered") > 100 else "too little reordering")),
+    Case("tun-duplicate", "TUN path, 5 % of packets duplicated: Write, Read, Send verified",
+         case_tun(["--delay-ms", "1", "--duplicate-pct", "5"],
+                  lambda p: None if p["duplicates"] > 0 else "no repeats seen",
+                  (("write", "read", "send"), "4K,1M", 16),
+                  lambda f: None if f.total("duplicated") > 100 else "too little duplication")),
 ]
 
 
