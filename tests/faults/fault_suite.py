@@ -156,15 +156,15 @@ def drop(percent):
 def dropped():
     """"dropped D of N packets (P %)" so far: N counted ahead of the drop rules, D by them."""
     out = ns(NS_S, "nft", "list", "table", "inet", TABLE, check=False).stdout
-    seen = dropped = 0
+    seen = lost = 0
     for line in out.splitlines():
         m = re.search(r"counter packets (\d+)", line)
         if m:
             if "drop" in line:
-                dropped += int(m.group(1))
+                lost += int(m.group(1))
             else:
                 seen += int(m.group(1))
-    return f"dropped {dropped} of {seen} packets ({100.0 * dropped / max(seen, 1):.1f} %)"
+    return f"dropped {lost} of {seen} packets ({100.0 * lost / max(seen, 1):.1f} %)"
 
 
 def undrop():
@@ -454,6 +454,8 @@ class TunPath:
     the impairments `args` asks for; stop() ends it and returns its counters."""
 
     def __init__(self, r, *args):
+        if not os.path.exists("/dev/net/tun"):
+            raise Skip("no /dev/net/tun (TUN devices)")
         self.p = subprocess.Popen([sys.executable, FORWARDER, "--a", TUN_S, "--b", TUN_C,
                                    "--max-seconds", str(CASE_LIMIT_S + 30), *args],
                                   stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
