@@ -62,11 +62,15 @@ enum class WcStatus : std::uint8_t {
   kLocalLengthError,       // the message does not fit the receive buffer
   kLocalQpOperationError,  // internal QP consistency error
   kLocalProtectionError,   // bad lkey, out of bounds, or missing local access right
-  kWrFlushError,           // the QP went to the error state before this WR completed
+  kWrFlushError,           // the QP went to the error state before this WR completed; also
+                           // every WR outstanding when its connection fails (a reset, a
+                           // timeout, the peer gone), as Linux siw; the cause comes with the
+                           // CM's kDisconnected and an async event (docs/errors.md)
   kRemoteInvalidRequestError,  // the peer refused the request (Terminate: operation, opcode)
   kRemoteAccessError,          // the peer refused the access (Terminate: protection, bounds)
   kRemoteOperationError,       // the peer failed the operation (other Terminates)
-  kFatalError,                 // the connection failed (reset, CRC error, protocol error)
+  kFatalError,                 // not produced by uwarp (kept for the verbs mapping): a failed
+                               // connection flushes, see kWrFlushError
 };
 std::string_view to_string(WcStatus s);
 

@@ -11,6 +11,7 @@
 #include <cerrno>
 #include <climits>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 
 #include "io/accept_backoff.h"
@@ -125,6 +126,41 @@ Status configure_stream(int fd) {
   if (::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one) != 0) return errno_status("TCP_NODELAY");
   const int flags = ::fcntl(fd, F_GETFL);
   if (flags < 0 || ::fcntl(fd, F_SETFL, flags | O_NONBLOCK) != 0) return errno_status("O_NONBLOCK");
+  return set_liveness_bound(fd, liveness_bound_ms());
+}
+
+std::uint32_t parse_liveness_bound_ms(const char* value) {
+  constexpr unsigned long long kMaxMs = 24ull * 3600 * 1000;
+  if (value == nullptr || *value == '\0') return kDefaultLivenessBoundMs;
+  char* end = nullptr;
+  errno = 0;
+  const unsigned long long v = std::strtoull(value, &end, 10);
+  if (*end != '\0' || errno != 0 || value[0] < '0' || value[0] > '9') return kDefaultLivenessBoundMs;
+  return static_cast<std::uint32_t>(std::min(v, kMaxMs));
+}
+
+std::uint32_t liveness_bound_ms() {
+  static const std::uint32_t ms = parse_liveness_bound_ms(std::getenv("UWARP_TCP_USER_TIMEOUT_MS"));
+  return ms;
+}
+
+Status set_liveness_bound(int fd, std::uint32_t ms) {
+  if (ms == 0) return Status::ok();
+  const unsigned timeout = ms;
+  if (::setsockopt(fd, IPPROTO_TCP, TCP_USER_TIMEOUT, &timeout, sizeof timeout) != 0)
+    return errno_status("TCP_USER_TIMEOUT");
+  // Keepalive intervals are whole seconds (at least 1); the user timeout ends the probing.
+  // Several probes fit in the bound (ten at 30 s, four at 5 s), so that a lossy path does not
+  // end an idle connection over one lost probe; at 2 s only one fits.
+  const int idle = static_cast<int>(std::max<std::uint32_t>(1, ms / 3000));
+  const int interval = static_cast<int>(std::max<std::uint32_t>(1, ms / 15000));
+  const int count = 6;  // not reached: TCP_USER_TIMEOUT decides when the probes have failed
+  const int one = 1;
+  if (::setsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE, &idle, sizeof idle) != 0) return errno_status("TCP_KEEPIDLE");
+  if (::setsockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL, &interval, sizeof interval) != 0)
+    return errno_status("TCP_KEEPINTVL");
+  if (::setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &count, sizeof count) != 0) return errno_status("TCP_KEEPCNT");
+  if (::setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &one, sizeof one) != 0) return errno_status("SO_KEEPALIVE");
   return Status::ok();
 }
 

@@ -61,8 +61,26 @@ Result<Fd> tcp_connect_start(const SocketAddress& addr);
 Result<Fd> tcp_accept(int listen_fd, SocketAddress* peer);
 // The pending error of a socket (SO_ERROR), 0 if none.
 int socket_error(int fd);
-// Options every iWARP stream gets: TCP_NODELAY, non-blocking.
+// Options every iWARP stream gets: TCP_NODELAY, non-blocking, and the liveness bound below.
 Status configure_stream(int fd);
+
+// The liveness bound: how long a connection may go without hearing from its peer while it
+// waits for something (an acknowledgement of data sent, or any segment while idle) before the
+// kernel ends it with ETIMEDOUT, which fails the stream (the QP enters ERROR and flushes).
+// Without it, data in flight is retransmitted for about 15 minutes (tcp_retries2) and an idle
+// receiver whose peer vanished waits forever. UWARP_TCP_USER_TIMEOUT_MS, read once per
+// process; default kDefaultLivenessBoundMs; 0: the kernel's defaults (no bound).
+inline constexpr std::uint32_t kDefaultLivenessBoundMs = 30000;
+// The value of UWARP_TCP_USER_TIMEOUT_MS: unset, empty or not a whole number of milliseconds
+// gives the default; values are capped at 24 hours.
+std::uint32_t parse_liveness_bound_ms(const char* value);
+std::uint32_t liveness_bound_ms();
+// Applies a bound of `ms` (0: leaves the socket as the kernel made it): TCP_USER_TIMEOUT = ms,
+// which ends a connection whose data sent stays unacknowledged that long; and TCP keepalive
+// (probes after ms/3 of silence, then every ms/15, in whole seconds, at least 1), whose probes
+// the user timeout cuts off at ms, so that a connection with nothing in flight learns of a
+// vanished peer too. A peer that acknowledges (even a zero window) is never cut off.
+Status set_liveness_bound(int fd, std::uint32_t ms);
 // The current TCP maximum segment size (TCP_MAXSEG); 0 if unknown.
 std::size_t tcp_mss(int fd);
 // Bounds the data the socket holds unsent (TCP_NOTSENT_LOWAT): once that much waits, sends

@@ -80,7 +80,9 @@ class PerfServerTest : public ::testing::Test {
     server_log_ = ::testing::TempDir() + "uwarp-perf-server.log";
     std::vector<std::string> args = {UWARP_PERF_BIN, "server", "--addr", "127.0.0.1", "--port",
                                      std::to_string(port_)};
-    if (tcp) args.push_back("--tcp");
+    // --audit: at its exit (SIGTERM, status 0 expected) every work request of every session,
+    // the bad clients' included, must be accounted for, and no thread or fd left behind.
+    args.push_back(tcp ? "--tcp" : "--audit");
     server_ = spawn(args, server_log_);
     for (int i = 0; i < 200; ++i) {
       if (RawPeer::connect_to("127.0.0.1", port_).valid()) return;
@@ -92,8 +94,8 @@ class PerfServerTest : public ::testing::Test {
   pid_t start_client(const std::string& op, const std::string& sizes, const std::string& iters,
                      const std::string& log, const std::string& wait = "poll") {
     return spawn({UWARP_PERF_BIN, "client", "127.0.0.1", "--port", std::to_string(port_), "--op",
-                  op, "--sizes", sizes, "--iters", iters, "--verify", "--no-progress", "--wait",
-                  wait},
+                  op, "--sizes", sizes, "--iters", iters, "--verify", "--audit", "--no-progress",
+                  "--wait", wait},
                  log);
   }
 

@@ -37,7 +37,8 @@ std::uint32_t default_depth(std::uint32_t size) {
 class Client {
  public:
   Client(const Options& o, Context& ctx)
-      : o_(o), events_(EventChannel::create(ctx).value()), ep_(ctx) {
+      : o_(o), ctx_(ctx), events_(EventChannel::create(ctx).value()), ep_(ctx) {
+    if (o.audit) ep_.enable_audit();
     max_size_ = *std::max_element(o.sizes.begin(), o.sizes.end());
     buffer_ = std::max<std::size_t>(2 * std::size_t{max_size_}, 4096);
     std::random_device rd;
@@ -95,10 +96,60 @@ class Client {
 
   const std::string& error() const { return error_; }
 
+  // What uwarp reported about the connections' failure: async events (a QP's fatal error and
+  // its cause) and the CM's disconnections. They may follow the completion that showed the
+  // failure, and the other connections may fail a moment later: it gathers them until nothing
+  // more is pending and every QP is in ERROR (or, after 200 ms, none is: the connections are
+  // fine), for up to wait_ms; "" if none came. It notes the QPs in ERROR for the audit.
+  std::string causes(int wait_ms) {
+    constexpr std::size_t kMaxCauses = 6;
+    std::vector<std::string> seen;
+    const auto start = Clock::now();
+    const auto deadline = start + std::chrono::milliseconds(wait_ms);
+    while (Clock::now() < deadline) {
+      bool any = false;
+      for (int n = 0; n < 64; ++n) {
+        auto ae = ctx_.get_async_event(0);
+        if (!ae) break;
+        if (seen.size() < kMaxCauses)
+          seen.push_back("QP " + std::to_string(ae->qp_num) + ": " + std::string(to_string(ae->type)) + ": " +
+                         ae->detail);
+        any = true;
+      }
+      if (auto ev = events_.get_event(10)) {
+        if (ev->type == CmEventType::kDisconnected && seen.size() < kMaxCauses) {
+          seen.push_back(ev->connection.peer_address() + " disconnected: " +
+                         (ev->status.is_ok() ? std::string("closed by the server") : ev->status.to_string()));
+        }
+        continue;
+      }
+      if (any) continue;
+      const std::size_t in_error = ep_.note_qps_in_error(0);
+      if (in_error == ep_.qp_count()) break;
+      if (in_error == 0 && Clock::now() - start > std::chrono::milliseconds(200)) break;
+    }
+    ep_.note_qps_in_error(0);
+    std::string all;
+    for (const std::string& c : seen) all += (all.empty() ? "" : "; ") + c;
+    return all;
+  }
+
+  // --audit, after bye(): settles the endpoint (Endpoint::settle) and prints the audit line.
+  void audit() {
+    bool balanced = false;
+    const std::string line = ep_.settle(kAuditSettleMs, balanced);
+    std::fprintf(stderr, "uwarp-perf client: audit: %s\n", line.c_str());
+    if (!balanced) audit_verdict().failed = true;
+  }
+
  private:
   bool fail(std::string why) {
     error_ = std::move(why);
     return false;
+  }
+  std::string no_progress() const {
+    return ep_.ctrl_failed() ? "the control connection failed"
+                             : "no completion for " + std::to_string(kTimeoutMs / 1000) + " s";
   }
 
   std::optional<Hello> connect_qp(QueuePair& qp, const Hello& h, Connection* out = nullptr) {
@@ -184,7 +235,7 @@ class Client {
     ep_.set_blocking(o_.block);
     if (!ep_.send_ctrl(begin)) return fail("control send failed");
     auto ready = ep_.wait_ctrl(MsgType::kReady, kTimeoutMs);
-    if (!ready) return fail("server did not get ready");
+    if (!ready) return fail("server did not get ready: " + no_progress());
     for (auto& d : qps) d->credits = o_.op == Op::kSend ? ready->value : ~0u;
 
     const auto t0 = Clock::now();
@@ -205,7 +256,7 @@ class Client {
             wrs[n] = data_wr(d, q, size, sges[n]);
             ++n;
           }
-          if (Status s = d.qp.post_send(std::span<const SendWr>(wrs.data(), n)); !s)
+          if (Status s = ep_.post_send(d.qp, std::span<SendWr>(wrs.data(), n)); !s)
             return fail("post_send: " + s.to_string());
           d.outstanding += n;
           d.posted += n;
@@ -213,7 +264,7 @@ class Client {
         }
       }
       wcs.clear();
-      if (!ep_.pump(kTimeoutMs, wcs)) return fail("no progress (timeout or control failure)");
+      if (!ep_.pump(kTimeoutMs, wcs)) return fail(no_progress());
       for (const WorkCompletion& wc : wcs) {
         if (wc.status != WcStatus::kSuccess) {
           return fail(std::string("work completion: ") + std::string(to_string(wc.status)));
@@ -242,7 +293,7 @@ class Client {
     end.type = MsgType::kEnd;
     if (!ep_.send_ctrl(end)) return fail("control send failed");
     auto result = ep_.wait_ctrl(MsgType::kResult, kTimeoutMs);
-    if (!result) return fail("server sent no result");
+    if (!result) return fail("server sent no result: " + no_progress());
     const double secs = std::chrono::duration<double>(Clock::now() - t0).count();
     bool good = result->value == 1;
     if (o_.op == Op::kRead && o_.verify) {
@@ -265,12 +316,12 @@ class Client {
       wr.opcode = WrOpcode::kRdmaRead;
       wr.remote_addr = qps[q]->peer.addr;
       wr.rkey = qps[q]->peer.rkey;
-      if (Status s = qps[q]->qp.post_send(wr); !s) return fail("post_send: " + s.to_string());
+      if (Status s = ep_.post_send(qps[q]->qp, wr); !s) return fail("post_send: " + s.to_string());
     }
     std::vector<WorkCompletion> wcs;
     for (std::size_t done = 0; done < qps.size();) {
       wcs.clear();
-      if (!ep_.pump(kTimeoutMs, wcs)) return fail("write flush: no completion");
+      if (!ep_.pump(kTimeoutMs, wcs)) return fail("write flush: " + no_progress());
       for (const WorkCompletion& wc : wcs) {
         if (wc.status != WcStatus::kSuccess)
           return fail("write flush: " + std::string(to_string(wc.status)));
@@ -292,7 +343,7 @@ class Client {
     begin.size = size;
     begin.iters = iters;
     if (!ep_.send_ctrl(begin)) return fail("control send failed");
-    if (!ep_.wait_ctrl(MsgType::kReady, kTimeoutMs)) return fail("server did not get ready");
+    if (!ep_.wait_ctrl(MsgType::kReady, kTimeoutMs)) return fail("server did not get ready: " + no_progress());
     std::vector<double> us;
     us.reserve(iters);
     std::vector<WorkCompletion> wcs;
@@ -304,7 +355,7 @@ class Client {
       wr.wr_id = make_wr_id(WrKind::kData, 0, 0);
       wr.sg_list = {&src, size ? 1u : 0u};
       if (o_.op == Op::kSend) {
-        if (!d.qp.post_recv({make_wr_id(WrKind::kData, 0, 1), {&sink, size ? 1u : 0u}}))
+        if (!ep_.post_recv(d.qp, {make_wr_id(WrKind::kDataRecv, 0, 0), {&sink, size ? 1u : 0u}}))
           return fail("post_recv");
         wr.opcode = WrOpcode::kSend;
         wr.flags = 0;
@@ -323,7 +374,7 @@ class Client {
         wr.flags = send_flags::kSignaled;
       }
       const auto t0 = Clock::now();
-      if (Status s = d.qp.post_send(wr); !s) return fail("post_send: " + s.to_string());
+      if (Status s = ep_.post_send(d.qp, wr); !s) return fail("post_send: " + s.to_string());
       if (o_.op == Op::kWrite) {
         // Wait for the server's Write-back by watching the last byte, polling the CQ in
         // between (this thread then receives the Write itself, see Endpoint::wait_for_byte).
@@ -342,7 +393,7 @@ class Client {
           }
           wcs.clear();
           if (unreaped == 0) break;
-          if (!ep_.pump(kTimeoutMs, wcs)) return fail("write latency: no completion");
+          if (!ep_.pump(kTimeoutMs, wcs)) return fail("write latency: " + no_progress());
         }
         continue;
       }
@@ -350,7 +401,7 @@ class Client {
       bool done = false;
       while (!done) {
         wcs.clear();
-        if (!ep_.pump(kTimeoutMs, wcs)) return fail("latency: no completion");
+        if (!ep_.pump(kTimeoutMs, wcs)) return fail("latency: " + no_progress());
         for (const WorkCompletion& wc : wcs) {
           if (wc.status != WcStatus::kSuccess)
             return fail(std::string("latency: ") + std::string(to_string(wc.status)));
@@ -372,6 +423,7 @@ class Client {
   }
 
   const Options& o_;
+  Context& ctx_;
   EventChannel events_;
   Endpoint ep_;
   Connection ctrl_conn_;
@@ -396,15 +448,21 @@ bool run_client(const Options& o, std::vector<SizeResult>& results) {
     return false;
   }
   Client c(o, *ctx);
+  // The failure and, after it, what uwarp said about the connections (Client::causes).
+  auto explain = [&c](std::string why) {
+    const std::string causes = c.causes(kAuditFailureSpreadMs);
+    return causes.empty() ? why : why + " (" + causes + ")";
+  };
   if (!c.connect()) {
-    std::fprintf(stderr, "uwarp-perf client: %s\n", c.error().c_str());
+    std::fprintf(stderr, "uwarp-perf client: %s\n", explain(c.error()).c_str());
+    if (o.audit) c.audit();
     return false;
   }
   bool ok = true;
   for (std::uint32_t size : o.sizes) {
     SizeResult r;
     if (!c.measure(size, r)) {
-      r.error = c.error();
+      r.error = explain(c.error());
       std::fprintf(stderr, "uwarp-perf client: %s %u B: %s\n", to_string(o.op), size,
                    r.error.c_str());
       results.push_back(r);
@@ -415,6 +473,7 @@ bool run_client(const Options& o, std::vector<SizeResult>& results) {
   }
   if (o.progress) std::fprintf(stderr, "%40s\r", "");
   c.bye();
+  if (o.audit) c.audit();
   return ok;
 }
 

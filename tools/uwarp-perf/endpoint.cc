@@ -47,10 +47,66 @@ DataQp& Endpoint::add_data_qp(std::size_t length, bool shared) {
 Status Endpoint::post_ctrl_receives() {
   for (std::uint32_t i = 0; i < kCtrlSlots; ++i) {
     Sge s = ctrl_mr_.sge(i * kCtrlMsgSize, kCtrlMsgSize);
-    if (Status st = ctrl_qp_.post_recv({make_wr_id(WrKind::kCtrlRecv, 0, i), {&s, 1}}); !st)
+    if (Status st = post_recv(ctrl_qp_, {make_wr_id(WrKind::kCtrlRecv, 0, i), {&s, 1}}); !st)
       return st;
   }
   return Status::ok();
+}
+
+Status Endpoint::post_send(QueuePair& qp, std::span<SendWr> wrs) {
+  if (!ledger_) return qp.post_send(std::span<const SendWr>(wrs));
+  for (SendWr& wr : wrs) {
+    wr.wr_id = ledger_->posted(wr_queue(wr.wr_id), wr.wr_id, (wr.flags & send_flags::kSignaled) != 0);
+  }
+  std::size_t n = 0;
+  Status s = qp.post_send(std::span<const SendWr>(wrs), &n);
+  for (std::size_t i = wrs.size(); i > n; --i) ledger_->unposted(wr_queue(wrs[i - 1].wr_id));
+  return s;
+}
+
+Status Endpoint::post_recv(QueuePair& qp, RecvWr wr) {
+  if (!ledger_) return qp.post_recv(wr);
+  wr.wr_id = ledger_->posted(wr_queue(wr.wr_id), wr.wr_id, true);
+  Status s = qp.post_recv(wr);
+  if (!s) ledger_->unposted(wr_queue(wr.wr_id));
+  return s;
+}
+
+std::size_t Endpoint::note_qps_in_error(int wait_ms) {
+  using Clock = std::chrono::steady_clock;
+  const auto deadline = Clock::now() + std::chrono::milliseconds(wait_ms);
+  std::size_t in_error = 0;
+  while (true) {
+    in_error = ctrl_qp_.state() == QpState::kError ? 1 : 0;
+    for (auto& d : data_) in_error += d->qp.state() == QpState::kError ? 1 : 0;
+    if (in_error == qp_count() || Clock::now() >= deadline) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  noted_in_error_ = in_error;
+  return in_error;
+}
+
+std::string Endpoint::settle(int timeout_ms, bool& balanced) {
+  using Clock = std::chrono::steady_clock;
+  std::vector<QueuePair*> qps{&ctrl_qp_};
+  for (auto& d : data_) qps.push_back(&d->qp);
+  const std::size_t in_error = noted_in_error_ ? *noted_in_error_ : note_qps_in_error(0);
+  for (QueuePair* qp : qps) (void)qp->modify_state(QpState::kError);
+  const auto deadline = Clock::now() + std::chrono::milliseconds(timeout_ms);
+  auto last = Clock::now();
+  std::vector<WorkCompletion> data;
+  while (Clock::now() < deadline) {
+    data.clear();
+    if (poll_once(data)) {
+      last = Clock::now();
+      continue;
+    }
+    if (ledger_ && ledger_->awaiting() == 0 && Clock::now() - last > std::chrono::milliseconds(50)) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  balanced = ledger_ && ledger_->balanced();
+  return "work requests: " + (ledger_ ? ledger_->summary() : std::string("not recorded")) + "; QPs in ERROR before the audit: " +
+         std::to_string(in_error) + " of " + std::to_string(qps.size());
 }
 
 Status Endpoint::send_ctrl(const CtrlMsg& m) {
@@ -62,7 +118,7 @@ Status Endpoint::send_ctrl(const CtrlMsg& m) {
   wr.opcode = WrOpcode::kSend;
   wr.sg_list = {&s, 1};
   wr.flags = send_flags::kInline | send_flags::kSignaled;
-  return ctrl_qp_.post_send(wr);
+  return post_send(ctrl_qp_, wr);
 }
 
 bool Endpoint::poll_once(std::vector<WorkCompletion>& data_out) {
@@ -71,6 +127,7 @@ bool Endpoint::poll_once(std::vector<WorkCompletion>& data_out) {
   bool got = false;
   for (std::size_t i = 0; i < n; ++i) {
     const WorkCompletion& wc = wcs[i];
+    if (ledger_) ledger_->completed(wr_queue(wc.wr_id), wc);
     switch (wr_kind(wc.wr_id)) {
       case WrKind::kCtrlRecv: {
         if (wc.status != WcStatus::kSuccess) {
@@ -80,7 +137,7 @@ bool Endpoint::poll_once(std::vector<WorkCompletion>& data_out) {
         const std::uint32_t slot = wr_slot(wc.wr_id);
         inbox_.push_back(decode_ctrl(ctrl_buf_.get() + slot * kCtrlMsgSize));
         Sge s = ctrl_mr_.sge(slot * kCtrlMsgSize, kCtrlMsgSize);
-        if (!ctrl_qp_.post_recv({wc.wr_id, {&s, 1}})) ctrl_failed_ = true;
+        if (!post_recv(ctrl_qp_, {wc.wr_id & ~WorkLedger::kSeqMask, {&s, 1}})) ctrl_failed_ = true;
         got = true;
         break;
       }

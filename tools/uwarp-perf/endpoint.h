@@ -9,24 +9,31 @@
 #include <optional>
 #include <vector>
 
+#include "audit.h"
 #include "protocol.h"
 #include "uwarp/uwarp.h"
 
 namespace uwarp::perf {
 
-// Work request ids: kind in the top byte, QP index and slot below.
-enum class WrKind : std::uint8_t { kCtrlRecv = 1, kCtrlSend = 2, kData = 3 };
+// Work request ids: kind in the top byte, then the QP index (16 bits) and a slot (16 bits);
+// the low 24 bits stay zero for the audit's sequence number (audit.h, WorkLedger).
+enum class WrKind : std::uint8_t { kCtrlRecv = 1, kCtrlSend = 2, kData = 3, kDataRecv = 4 };
 constexpr std::uint64_t make_wr_id(WrKind k, std::uint32_t qp, std::uint32_t slot) {
-  return (std::uint64_t{static_cast<std::uint8_t>(k)} << 56) | (std::uint64_t{qp} << 24) | slot;
+  return (std::uint64_t{static_cast<std::uint8_t>(k)} << 56) | (std::uint64_t{qp & 0xFFFF} << 40) |
+         (std::uint64_t{slot & 0xFFFF} << 24);
 }
 constexpr WrKind wr_kind(std::uint64_t id) {
   return static_cast<WrKind>(id >> 56);
 }
 constexpr std::uint32_t wr_qp(std::uint64_t id) {
-  return static_cast<std::uint32_t>((id >> 24) & 0xFFFFFFFF);
+  return static_cast<std::uint32_t>((id >> 40) & 0xFFFF);
 }
 constexpr std::uint32_t wr_slot(std::uint64_t id) {
-  return static_cast<std::uint32_t>(id & 0xFFFFFF);
+  return static_cast<std::uint32_t>((id >> 24) & 0xFFFF);
+}
+// The queue a request is on (its kind and QP): the audit's unit of completion order.
+constexpr std::uint64_t wr_queue(std::uint64_t id) {
+  return id >> 40;
 }
 
 struct DataQp {
@@ -58,6 +65,26 @@ class Endpoint {
   DataQp& add_data_qp(std::size_t length, bool shared = false);
   Status post_ctrl_receives();
   Status send_ctrl(const CtrlMsg& m);
+  // Every post of this endpoint's QPs goes through these two (the audit records them).
+  Status post_send(QueuePair& qp, std::span<SendWr> wrs);
+  Status post_send(QueuePair& qp, SendWr wr) { return post_send(qp, std::span<SendWr>(&wr, 1)); }
+  Status post_recv(QueuePair& qp, RecvWr wr);
+
+  // --audit: from now on every post and completion is recorded (before the first post).
+  void enable_audit() { ledger_.emplace(); }
+  bool auditing() const { return ledger_.has_value(); }
+  // After a failure: waits up to wait_ms for every QP of the endpoint to be in ERROR (the
+  // connections of one peer tend to fail together, each noticed on its own), and records how
+  // many are for settle's report; returns that count.
+  std::size_t note_qps_in_error(int wait_ms);
+  std::size_t qp_count() const { return 1 + data_.size(); }
+  // The end of an audited endpoint: counts the QPs already in ERROR (unless
+  // note_qps_in_error did), moves every QP to ERROR
+  // (which flushes what is outstanding), then polls until every signaled request has its
+  // completion and no completion came for 50 ms, or timeout_ms passed. Returns one line:
+  // the ledger's summary and the QPs found in ERROR; `balanced` says whether all was
+  // accounted for.
+  std::string settle(int timeout_ms, bool& balanced);
   // Polls the CQ until something arrives: control receives go to ctrl_inbox (and are
   // reposted), data completions to `data_out`. Unless set_blocking(true), it spins on poll
   // for up to kSpinBeforeBlock:
@@ -106,6 +133,8 @@ class Endpoint {
   std::vector<std::unique_ptr<DataQp>> data_;
   std::deque<CtrlMsg> inbox_;
   bool ctrl_failed_ = false;
+  std::optional<WorkLedger> ledger_;
+  std::optional<std::size_t> noted_in_error_;
 };
 
 QpInitAttr qp_attr(CompletionQueue& cq, std::uint32_t depth);

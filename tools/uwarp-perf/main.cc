@@ -3,15 +3,36 @@
 #include <signal.h>
 
 #include <atomic>
+#include <chrono>
 #include <cstdio>
 #include <thread>
 
+#include "audit.h"
 #include "runner.h"
 
 namespace {
 std::atomic<bool> g_stop{false};
 void on_signal(int) {
   g_stop.store(true);
+}
+
+// --audit, at exit (every context closed): the process must be back to the threads and fds it
+// had at the start; the progress threads of closed contexts are given up to 1 s to be gone.
+// Returns the exit status: 3 if this or an earlier audit failed, else `rc`.
+int finish_audit(const uwarp::perf::ProcessCensus& start, const char* role, int rc) {
+  using namespace uwarp::perf;
+  using Clock = std::chrono::steady_clock;
+  const auto deadline = Clock::now() + std::chrono::seconds(1);
+  ProcessCensus now = ProcessCensus::take();
+  while ((now.threads != start.threads || now.fds != start.fds) && Clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    now = ProcessCensus::take();
+  }
+  const bool same = now.threads == start.threads && now.fds == start.fds && now.fds >= 0;
+  std::fprintf(stderr, "uwarp-perf %s: audit: at exit %d thread(s) and %d fd(s), at start %d and %d%s\n", role,
+               now.threads, now.fds, start.threads, start.fds, same ? "" : ": LEAKED");
+  if (!same) audit_verdict().failed = true;
+  return audit_verdict().failed ? 3 : rc;
 }
 }  // namespace
 
@@ -20,11 +41,13 @@ int main(int argc, char** argv) {
   auto options = parse_options(argc, argv);
   if (!options) return 2;
   const Options& o = *options;
+  const ProcessCensus at_start = o.audit ? ProcessCensus::take() : ProcessCensus{};
 
   if (o.mode == Mode::kServer) {
     signal(SIGINT, on_signal);
     signal(SIGTERM, on_signal);
-    return o.tcp ? run_tcp_server(o, g_stop, nullptr) : run_server(o, g_stop, nullptr);
+    const int rc = o.tcp ? run_tcp_server(o, g_stop, nullptr) : run_server(o, g_stop, nullptr);
+    return o.audit ? finish_audit(at_start, "server", rc) : rc;
   }
 
   std::vector<SizeResult> results;
@@ -57,5 +80,6 @@ int main(int argc, char** argv) {
   } else {
     print_table(results, o.verify);
   }
-  return ok ? 0 : 1;
+  std::fflush(stdout);
+  return o.audit ? finish_audit(at_start, "client", ok ? 0 : 1) : ok ? 0 : 1;
 }

@@ -23,11 +23,11 @@ void print_usage() {
   std::fprintf(
       stderr,
       "usage:\n"
-      "  uwarp-perf server [--addr A] [--port P] [--once] [--tcp]\n"
+      "  uwarp-perf server [--addr A] [--port P] [--once] [--tcp] [--audit]\n"
       "  uwarp-perf client HOST [--port P] --op send|write|read [--size N | --sizes a,b,c]\n"
       "                    [--iters K] [--qps Q] [--depth D] [--crc] [--verify] [--json] "
       "[--no-progress] [--tcp]\n"
-      "                    [--shared-buffer] [--post-list N] [--wait poll|block]\n"
+      "                    [--shared-buffer] [--post-list N] [--wait poll|block] [--audit]\n"
       "  uwarp-perf loopback [client options]   both ends in this process, over 127.0.0.1\n"
       "--tcp: the raw TCP baseline instead of uwarp (same sizes; stream and ping-pong; with\n"
       "  --qps N, the stream over N connections, no ping-pong)\n"
@@ -37,6 +37,12 @@ void print_usage() {
       "--wait poll|block: how both ends of a bandwidth run wait for completions: poll the CQ\n"
       "  (default, as perftest) or block on the completion channel (as a blocking TCP receive);\n"
       "  the latency runs always poll\n"
+      "--audit: at the end, every QP is moved to ERROR and every work request posted must be\n"
+      "  accounted for exactly once (a completion, or unsignaled and succeeded), and the process\n"
+      "  must end with the threads and fds it started with; both are printed to stderr (the\n"
+      "  server's per client); exit status 3 if anything is unaccounted for\n"
+      "exit status: 0 success; 1 a run failed (the cause on stderr; a server with --once: its\n"
+      "  client's session failed); 2 usage; 3 the audit failed\n"
       "sizes accept K and M suffixes (4K, 1M).\n");
 }
 
@@ -169,6 +175,8 @@ std::optional<Options> parse_options(int argc, char** argv) {
       o.once = true;
     } else if (a == "--tcp") {
       o.tcp = true;
+    } else if (a == "--audit") {
+      o.audit = true;
     } else if (a == "--shared-buffer") {
       o.shared_buffer = true;
     } else {

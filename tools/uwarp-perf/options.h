@@ -33,6 +33,7 @@ struct Options {
   bool once = false;  // server: exit after one client
   bool tcp = false;   // the raw TCP baseline instead of uwarp
   bool shared_buffer = false;  // one buffer for all data QPs (protocol.h: kHelloSharedBuffer)
+  bool audit = false;  // account for every work request, threads and fds at exit (audit.h)
 };
 
 // Parses argv; on error prints usage to stderr and returns nullopt.

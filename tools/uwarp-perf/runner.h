@@ -45,6 +45,18 @@ std::uint32_t default_iters(std::uint32_t size);
 // came out up to a fifth slower than the same size measured later.
 inline std::uint64_t warmup_iters(std::uint64_t iters) { return iters / 8 + 1; }
 
+// --audit: the verdict of every audit in this process (work requests of each endpoint, then
+// threads and file descriptors at exit); set by whichever audit finds something unaccounted for.
+struct AuditVerdict {
+  std::atomic<bool> failed{false};
+};
+AuditVerdict& audit_verdict();
+// How long an audit waits for the flush of an endpoint's QPs to complete every request.
+inline constexpr int kAuditSettleMs = 5000;
+// After a failure, how long an audit waits for the endpoint's other QPs to fail too before it
+// counts the QPs in ERROR (Endpoint::note_qps_in_error).
+inline constexpr int kAuditFailureSpreadMs = 3000;
+
 void print_table(const std::vector<SizeResult>& results, bool verify);
 void print_json(const std::vector<SizeResult>& results);
 

@@ -32,13 +32,26 @@ class Session {
   bool shared_buffer() const { return shared_; }
   std::atomic<bool> finished{false};
   std::string peer;
+  // Why the session ended before the client's Bye; empty after a Bye. Read once finished.
+  const std::string& error() const { return error_; }
+  // Ends a session whose client left before all its QPs were connected (its run() never
+  // started; called by the server's accepting thread).
+  void abandon_setup() {
+    fail("the control connection failed before every data QP was connected");
+    finished = true;
+  }
 
   void run() {
+    // Bounded by the client's messages: each wait below ends within kCtrlTimeoutMs.
     while (true) {
       std::vector<WorkCompletion> data;
-      // Wait for the next instruction from the client.
+      // Wait for the next instruction from the client. A failed control connection ends the
+      // session only once the messages that came before its failure are handled (the client's
+      // Bye may arrive just ahead of its disconnect).
       while (ep_.ctrl_inbox().empty()) {
-        if (!ep_.pump(kCtrlTimeoutMs, data) || ep_.ctrl_failed()) {
+        const bool got = ep_.pump(kCtrlTimeoutMs, data);
+        if (ep_.ctrl_inbox().empty() && (!got || ep_.ctrl_failed())) {
+          fail(no_progress());
           finished = true;
           return;
         }
@@ -67,6 +80,19 @@ class Session {
   }
 
  private:
+  // Records the first reason the session failed; returns false (for `return fail(...)`).
+  bool fail(std::string why) {
+    if (error_.empty()) error_ = std::move(why);
+    return false;
+  }
+  std::string no_progress() const {
+    return ep_.ctrl_failed() ? "the control connection failed"
+                             : "no message from the client for " + std::to_string(kCtrlTimeoutMs / 1000) + " s";
+  }
+  static std::string failed_completion(const WorkCompletion& wc) {
+    return "work completion on data QP " + std::to_string(wr_qp(wc.wr_id)) + ": " + std::string(to_string(wc.status));
+  }
+
   std::uint32_t slots_for(std::uint32_t size) const {
     const std::size_t fit = size == 0 ? kMaxRecvSlots : buffer_ / size;
     return static_cast<std::uint32_t>(
@@ -76,14 +102,14 @@ class Session {
   Status post_data_recv(std::uint32_t q, std::uint32_t slot, std::uint32_t size) {
     DataQp& d = *ep_.data()[q];
     Sge s = d.mr.sge(static_cast<std::size_t>(slot) * size, size);
-    return d.qp.post_recv({make_wr_id(WrKind::kData, q, slot), {&s, size ? 1u : 0u}});
+    return ep_.post_recv(d.qp, {make_wr_id(WrKind::kDataRecv, q, slot), {&s, size ? 1u : 0u}});
   }
 
   bool bandwidth_run(const CtrlMsg& m) {
     const Op op = static_cast<Op>(m.op);
     ep_.set_blocking(m.block != 0);
     const std::uint32_t slots = slots_for(m.size);
-    if (m.size > buffer_) return false;
+    if (m.size > buffer_) return fail("a run larger than the agreed buffer");
     if (op == Op::kRead) {
       for (std::uint32_t q = 0; q < qps_; ++q)
         fill_pattern(ep_.data()[q]->buf.get(), m.size, m.seed + q);
@@ -93,14 +119,14 @@ class Session {
     if (op == Op::kSend) {
       for (std::uint32_t q = 0; q < qps_; ++q) {
         for (std::uint32_t s = 0; s < initial; ++s) {
-          if (!post_data_recv(q, s, m.size)) return false;
+          if (!post_data_recv(q, s, m.size)) return fail("post_recv failed");
         }
       }
     }
     CtrlMsg ready;
     ready.type = MsgType::kReady;
     ready.value = initial;
-    if (!ep_.send_ctrl(ready)) return false;
+    if (!ep_.send_ctrl(ready)) return fail("control send failed");
 
     bool good = true;
     if (op == Op::kSend) {
@@ -112,9 +138,9 @@ class Session {
       std::vector<WorkCompletion> wcs;
       while (left > 0) {
         wcs.clear();
-        if (!ep_.pump(kCtrlTimeoutMs, wcs)) return false;
+        if (!ep_.pump(kCtrlTimeoutMs, wcs)) return fail(no_progress());
         for (const WorkCompletion& wc : wcs) {
-          if (wc.status != WcStatus::kSuccess) return false;
+          if (wc.status != WcStatus::kSuccess) return fail(failed_completion(wc));
           const std::uint32_t q = wr_qp(wc.wr_id);
           const std::uint32_t slot = wr_slot(wc.wr_id);
           if (m.verify && (wc.byte_len != m.size ||
@@ -124,7 +150,7 @@ class Session {
           }
           --left;
           if (posted[q] < m.iters) {
-            if (!post_data_recv(q, slot, m.size)) return false;
+            if (!post_data_recv(q, slot, m.size)) return fail("post_recv failed");
             ++posted[q];
             // Return credits in batches, and the last ones at once.
             if (++owed[q] >= batch || posted[q] == m.iters) {
@@ -133,14 +159,14 @@ class Session {
               credit.qp = q;
               credit.value = owed[q];
               owed[q] = 0;
-              if (!ep_.send_ctrl(credit)) return false;
+              if (!ep_.send_ctrl(credit)) return fail("control send failed");
             }
           }
         }
       }
     }
     auto end = ep_.wait_ctrl(MsgType::kEnd, kCtrlTimeoutMs);
-    if (!end) return false;
+    if (!end) return fail(no_progress());
     if (op == Op::kWrite && m.verify) {
       for (std::uint32_t q = 0; q < qps_; ++q) {
         good = good && check_pattern(ep_.data()[q]->buf.get(), m.size, m.seed + q);
@@ -156,10 +182,10 @@ class Session {
     const Op op = static_cast<Op>(m.op);
     ep_.set_blocking(false);
     DataQp& d = *ep_.data()[0];
-    if (op == Op::kSend && !post_data_recv(0, 0, m.size)) return false;
+    if (op == Op::kSend && !post_data_recv(0, 0, m.size)) return fail("post_recv failed");
     CtrlMsg ready;
     ready.type = MsgType::kReady;
-    if (!ep_.send_ctrl(ready)) return false;
+    if (!ep_.send_ctrl(ready)) return fail("control send failed");
     if (op == Op::kRead) return true;  // reads need nothing from the server's application
     std::vector<WorkCompletion> wcs;
     std::uint32_t unreaped = 0;  // Write: signaled Writes whose completion was not polled yet
@@ -170,27 +196,27 @@ class Session {
         bool got = false;
         while (!got) {
           wcs.clear();
-          if (!ep_.pump(kCtrlTimeoutMs, wcs)) return false;
+          if (!ep_.pump(kCtrlTimeoutMs, wcs)) return fail(no_progress());
           for (const WorkCompletion& wc : wcs) {
-            if (wc.status != WcStatus::kSuccess) return false;
+            if (wc.status != WcStatus::kSuccess) return fail(failed_completion(wc));
             if (wc.opcode == WcOpcode::kRecv) got = true;
           }
         }
-        if (i + 1 < m.iters && !post_data_recv(0, 0, m.size)) return false;
+        if (i + 1 < m.iters && !post_data_recv(0, 0, m.size)) return fail("post_recv failed");
         SendWr wr;
         wr.wr_id = make_wr_id(WrKind::kData, 0, 0);
         wr.opcode = WrOpcode::kSend;
         wr.sg_list = {&src, m.size ? 1u : 0u};
         wr.flags = 0;  // unsignaled
-        if (!d.qp.post_send(wr)) return false;
+        if (!ep_.post_send(d.qp, wr)) return fail("post_send failed");
       } else {
         // Write ping-pong as ib_write_lat: wait for the last byte to change (polling the CQ in
         // between, see Endpoint::wait_for_byte), then write back.
         const std::uint8_t marker = static_cast<std::uint8_t>((i % 255) + 1);
         wcs.clear();
-        if (!ep_.wait_for_byte(d.buf.get() + m.size - 1, marker, 10000, wcs)) return false;
+        if (!ep_.wait_for_byte(d.buf.get() + m.size - 1, marker, 10000, wcs)) return fail(ep_.ctrl_failed() ? no_progress() : "write latency: no Write from the client for 10 s");
         for (const WorkCompletion& wc : wcs) {
-          if (wc.status != WcStatus::kSuccess) return false;
+          if (wc.status != WcStatus::kSuccess) return fail(failed_completion(wc));
           --unreaped;
         }
         SendWr wr;
@@ -200,15 +226,15 @@ class Session {
         wr.remote_addr = d.peer.addr;
         wr.rkey = d.peer.rkey;
         wr.flags = (i % 64 == 63) ? send_flags::kSignaled : 0;
-        if (!d.qp.post_send(wr)) return false;
+        if (!ep_.post_send(d.qp, wr)) return fail("post_send failed");
         if (wr.flags != 0) ++unreaped;
         // The completion of a signaled Write may come with the next message's wait; all are
         // reaped by the end of the run.
         while (unreaped > 0 && (wr.flags != 0 || i + 1 == m.iters)) {
           wcs.clear();
-          if (!ep_.pump(kCtrlTimeoutMs, wcs)) return false;
+          if (!ep_.pump(kCtrlTimeoutMs, wcs)) return fail(no_progress());
           for (const WorkCompletion& wc : wcs) {
-            if (wc.status != WcStatus::kSuccess) return false;
+            if (wc.status != WcStatus::kSuccess) return fail(failed_completion(wc));
             --unreaped;
           }
         }
@@ -222,6 +248,7 @@ class Session {
   std::size_t buffer_;
   bool shared_;
   Endpoint ep_;
+  std::string error_;
 };
 
 }  // namespace
@@ -248,16 +275,39 @@ int run_server(const Options& o, std::atomic<bool>& stop, std::atomic<int>* boun
   std::map<std::uint32_t, std::thread> threads;
   std::uint32_t next_session = 1;
   bool served_one = false;
+  bool any_failed = false;
+  // A finished session's thread has ended (joined); its endpoint is this thread's now.
+  auto report = [&](Session& s) {
+    if (!s.error().empty()) {
+      any_failed = true;
+      std::fprintf(stderr, "uwarp-perf server: client %s failed: %s\n", s.peer.c_str(), s.error().c_str());
+    } else if (o.mode == Mode::kServer) {
+      std::fprintf(stderr, "uwarp-perf server: client %s done\n", s.peer.c_str());
+    }
+    if (s.endpoint().auditing()) {
+      // After a failure the session's other connections may take a moment to fail as well
+      // (on a path gone silent, each within the liveness bound of the last word it heard).
+      if (!s.error().empty()) s.endpoint().note_qps_in_error(kAuditFailureSpreadMs);
+      bool balanced = false;
+      const std::string line = s.endpoint().settle(kAuditSettleMs, balanced);
+      std::fprintf(stderr, "uwarp-perf server: client %s: audit: %s\n", s.peer.c_str(), line.c_str());
+      if (!balanced) audit_verdict().failed = true;
+    }
+  };
   while (!stop.load()) {
-    // Reap finished sessions.
+    // Reap finished sessions, and those whose client left while connecting its QPs.
     for (auto it = sessions.begin(); it != sessions.end();) {
-      if (it->second->finished.load()) {
+      Session& s = *it->second;
+      if (!s.finished.load() && !threads.count(it->first) &&
+          s.endpoint().ctrl().state() == QpState::kError) {
+        s.abandon_setup();
+      }
+      if (s.finished.load()) {
         if (threads.count(it->first)) {
           threads[it->first].join();
           threads.erase(it->first);
         }
-        if (o.mode == Mode::kServer)
-          std::fprintf(stderr, "uwarp-perf server: client %s done\n", it->second->peer.c_str());
+        report(s);
         it = sessions.erase(it);
         served_one = true;
       } else {
@@ -291,6 +341,7 @@ int run_server(const Options& o, std::atomic<bool>& stop, std::atomic<int>* boun
       const std::uint32_t id = next_session++;
       s = std::make_shared<Session>(*ctx, id, hello->qps, hello->length,
                                     (hello->flags & kHelloSharedBuffer) != 0);
+      if (o.audit) s->endpoint().enable_audit();
       s->peer = ev->connection.peer_address();
       sessions[id] = s;
       reply.session = id;
@@ -336,8 +387,10 @@ int run_server(const Options& o, std::atomic<bool>& stop, std::atomic<int>* boun
   for (auto& [id, t] : threads) {
     sessions[id]->endpoint().ctrl().modify_state(QpState::kError).is_ok();
     t.join();
+    report(*sessions[id]);
   }
-  return 0;
+  // With --once the exit status is that of the one client's session.
+  return o.once && any_failed ? 1 : 0;
 }
 
 }  // namespace uwarp::perf
