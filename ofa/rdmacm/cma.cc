@@ -544,10 +544,12 @@ int rdma_ack_cm_event(rdma_cm_event* event) {
     if (event == nullptr) return fail(EINVAL);
     Event* e = Event::from(event);
     {
+      // Notified under the lock: once it is released, rdma_destroy_id (waiting for this ack) may
+      // free the id, condition variable included.
       uwarp::MutexLock lock(e->owner->mu);
       ++e->owner->acked;
+      e->owner->cv.notify_all();
     }
-    e->owner->cv.notify_all();
     delete e;
     return 0;
   });
