@@ -81,6 +81,7 @@ class ListenerLimits : public PerBackend {};
 // spin: over 300 ms it tries about ten times and uses almost no CPU. Once descriptors are free
 // again the connection is accepted within the longest pause and works.
 TEST_P(ListenerLimits, AcceptErrorsArePacedNotSpun) {
+  if (kSanitizerNeedsDescriptors) GTEST_SKIP() << kSanitizerSkip;
   Context ctx = Context::open().value();
   EventChannel ch = EventChannel::create(ctx).value();
   auto listener = ch.listen("127.0.0.1", 0);

@@ -83,6 +83,7 @@ Outcome run_child(const std::string& backend_name) {
 class AcceptPacing : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(AcceptPacing, OutOfDescriptorsIsRetriedAfterAPauseAndRecovers) {
+  if (testing::kSanitizerNeedsDescriptors) GTEST_SKIP() << testing::kSanitizerSkip;
   if (GetParam() == "uring" && !make_uring_backend()) GTEST_SKIP() << "io_uring is refused on this machine";
   int pipe_fds[2];
   ASSERT_EQ(::pipe(pipe_fds), 0);
