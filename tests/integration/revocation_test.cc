@@ -1,11 +1,11 @@
 // Memory given back in the middle of an access, and waits a peer holds open. Once dereg returns,
-// uwarp touches the region no more. The region lives in its own mapping, made inaccessible (PROT_NONE) right after the
-// deregistration, so that any later access by uwarp faults (a placement) or fails (a send)
-// instead of passing unseen. A raw peer drives the access and stalls it: between a Write's
-// header and the rest of its payload, or by not reading a Read Response (a zero window).
-#include <sys/mman.h>
-
+// uwarp touches the region no more. The region lives in its own mapping, made inaccessible
+// (PROT_NONE) right after the deregistration, so that any later access by uwarp faults (a
+// placement) or fails (a send) instead of passing unseen. A raw peer drives the access and stalls
+// it: between a Write's header and the rest of its payload, or by not reading a Read Response (a
+// zero window).
 #include <gtest/gtest.h>
+#include <sys/mman.h>
 
 #include <chrono>
 #include <cstring>
@@ -100,8 +100,8 @@ class RevocationTest : public ::testing::TestWithParam<bool> {
     EXPECT_TRUE(d.closed) << "uwarp did not close (" << to_string(d.last) << ")";
     EXPECT_EQ(d.terminates.size(), 1u);
     if (!d.terminates.empty()) {
-      EXPECT_EQ(d.terminates[0].code, code) << "got " << wire::describe(d.terminates[0].code)
-                                            << ", want " << wire::describe(code);
+      EXPECT_EQ(d.terminates[0].code, code)
+          << "got " << wire::describe(d.terminates[0].code) << ", want " << wire::describe(code);
       EXPECT_TRUE(d.terminates[0].crc_ok);
     }
     EXPECT_EQ(qp_->state(), QpState::kError);
@@ -109,6 +109,52 @@ class RevocationTest : public ::testing::TestWithParam<bool> {
   }
 
   void write_stalled_before(std::size_t rest);
+
+  // More than every socket buffer on the path holds.
+  static constexpr std::size_t kBeyondBuffers = 32u << 20;
+  // Registers `region` with `access_bits` and connects a peer with a 4 KiB receive buffer that it
+  // never reads.
+  void connect_shut_window(Mapping& region, std::uint32_t access_bits) {
+    ASSERT_NE(region.data(), nullptr);
+    mr_.emplace(pd_->reg_mr(region.data(), region.size(), access_bits).value());
+    ASSERT_NO_FATAL_FAILURE(connect_raw(/*rcvbuf=*/4096));
+  }
+  // The peer asks for a Read of all of `region`; the response waits behind the shut window.
+  void read_behind_shut_window(Mapping& region) {
+    ASSERT_NO_FATAL_FAILURE(connect_shut_window(region, access::kRemoteRead));
+    wire::ReadRequest rr;
+    rr.sink_stag = 0x1234;
+    rr.size = static_cast<std::uint32_t>(region.size());
+    rr.source_stag = mr_->rkey();
+    rr.source_to = reinterpret_cast<std::uintptr_t>(region.data());
+    ASSERT_TRUE(raw_.send_fpdu(
+        RawPeer::untagged_header(RdmapOpcode::kReadRequest, wire::kQueueReadRequest, 1),
+        RawPeer::read_request_body(rr)));
+    // Long enough for uwarp to fill every socket buffer and wait for the window.
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  }
+  // uwarp posts a Write of all of `region` (send `flags`); it waits behind the shut window.
+  void write_behind_shut_window(Mapping& region, std::uint32_t flags) {
+    ASSERT_NO_FATAL_FAILURE(connect_shut_window(region, access::kLocalWrite));
+    Sge sge = mr_->sge(0, static_cast<std::uint32_t>(region.size()));
+    SendWr wr;
+    wr.wr_id = 1;
+    wr.opcode = WrOpcode::kRdmaWrite;
+    wr.flags = flags;
+    wr.sg_list = {&sge, 1};
+    wr.rkey = 0x1234;
+    ASSERT_TRUE(qp_->post_send(wr));
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  }
+  // The close that began at `start` ends within its bound (a few seconds) with DISCONNECTED, and
+  // the peer sees its socket closed (EOF or a reset after what was queued).
+  void expect_closed_within_bound(std::chrono::steady_clock::time_point start) {
+    auto ev = channel_->get_event(kTimeoutMs);
+    ASSERT_TRUE(ev) << "no event within " << kTimeoutMs << " ms";
+    EXPECT_EQ(ev->type, CmEventType::kDisconnected) << to_string(ev->type);
+    EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(6));
+    EXPECT_TRUE(raw_.wait_closed(20000));
+  }
 
   std::optional<Context> ctx_;
   std::optional<EventChannel> channel_;
@@ -128,14 +174,13 @@ class RevocationTest : public ::testing::TestWithParam<bool> {
 void RevocationTest::write_stalled_before(std::size_t rest) {
   Mapping region(64 * 1024);
   ASSERT_NE(region.data(), nullptr);
-  mr_.emplace(
-      pd_->reg_mr(region.data(), region.size(), access::kLocalWrite | access::kRemoteWrite)
-          .value());
+  mr_.emplace(pd_->reg_mr(region.data(), region.size(), access::kLocalWrite | access::kRemoteWrite)
+                  .value());
   ASSERT_NO_FATAL_FAILURE(connect_raw());
   constexpr std::size_t kFirst = 1000;
   const std::vector<std::uint8_t> payload = pattern(kFirst + rest, 7);
-  const wire::DdpHeader h = RawPeer::tagged_header(
-      RdmapOpcode::kRdmaWrite, mr_->rkey(), reinterpret_cast<std::uintptr_t>(region.data()));
+  const wire::DdpHeader h = RawPeer::tagged_header(RdmapOpcode::kRdmaWrite, mr_->rkey(),
+                                                   reinterpret_cast<std::uintptr_t>(region.data()));
   const std::vector<std::uint8_t> fpdu = RawPeer::build_fpdu(h, payload, raw_.crc());
   const std::size_t head = wire::kMpaLengthFieldSize + h.size() + kFirst;
   ASSERT_TRUE(raw_.send_raw(fpdu.data(), head));
@@ -163,26 +208,13 @@ TEST_P(RevocationTest, WriteStalledBeforeASmallRest) {
 // an invalid STag, never a byte read after the deregistration (a send from the poisoned memory
 // would fail, and with CRC on the checksum would fault).
 TEST_P(RevocationTest, ReadResponseHeldByAZeroWindow) {
-  constexpr std::size_t kSize = 32u << 20;
-  Mapping region(kSize);
+  Mapping region(kBeyondBuffers);
   ASSERT_NE(region.data(), nullptr);
   std::memset(region.data(), 0x5A, region.size());
-  mr_.emplace(pd_->reg_mr(region.data(), region.size(), access::kRemoteRead).value());
-  ASSERT_NO_FATAL_FAILURE(connect_raw(/*rcvbuf=*/4096));
-  wire::ReadRequest rr;
-  rr.sink_stag = 0x1234;
-  rr.sink_to = 0;
-  rr.size = static_cast<std::uint32_t>(kSize);
-  rr.source_stag = mr_->rkey();
-  rr.source_to = reinterpret_cast<std::uintptr_t>(region.data());
-  ASSERT_TRUE(raw_.send_fpdu(
-      RawPeer::untagged_header(RdmapOpcode::kReadRequest, wire::kQueueReadRequest, 1),
-      RawPeer::read_request_body(rr)));
-  // Long enough for uwarp to fill every socket buffer and wait for the window.
-  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  ASSERT_NO_FATAL_FAILURE(read_behind_shut_window(region));
   ASSERT_NO_FATAL_FAILURE(deregister_and_poison(region));
   const std::size_t received = expect_terminate(wire::term::kRdmapInvalidStag);
-  EXPECT_LT(received, kSize) << "the whole response went out";
+  EXPECT_LT(received, kBeyondBuffers) << "the whole response went out";
 }
 
 // A Write waits for a window the peer keeps shut; the application moves the QP to ERROR, takes
@@ -191,22 +223,10 @@ TEST_P(RevocationTest, ReadResponseHeldByAZeroWindow) {
 // no byte of the source is read after the flush (a send from the poisoned memory would fail and
 // cut the stream).
 TEST_P(RevocationTest, FlushWhileAWriteWaitsForTheWindow) {
-  constexpr std::size_t kSize = 32u << 20;
-  Mapping region(kSize);
+  Mapping region(kBeyondBuffers);
   ASSERT_NE(region.data(), nullptr);
   std::memset(region.data(), 0x3C, region.size());
-  mr_.emplace(pd_->reg_mr(region.data(), region.size(), access::kLocalWrite).value());
-  ASSERT_NO_FATAL_FAILURE(connect_raw(/*rcvbuf=*/4096));
-  Sge sge = mr_->sge(0, static_cast<std::uint32_t>(kSize));
-  SendWr wr;
-  wr.wr_id = 1;
-  wr.opcode = WrOpcode::kRdmaWrite;
-  wr.flags = send_flags::kSignaled;
-  wr.sg_list = {&sge, 1};
-  wr.remote_addr = 0;
-  wr.rkey = 0x1234;
-  ASSERT_TRUE(qp_->post_send(wr));
-  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  ASSERT_NO_FATAL_FAILURE(write_behind_shut_window(region, send_flags::kSignaled));
   ASSERT_TRUE(qp_->modify_state(QpState::kError));
   auto wc = wait_wc(*cq_);
   ASSERT_TRUE(wc);
@@ -215,7 +235,7 @@ TEST_P(RevocationTest, FlushWhileAWriteWaitsForTheWindow) {
   const RawPeer::Drain d = raw_.drain_until_closed(20000);
   EXPECT_EQ(d.last, ReadStatus::kClosed) << to_string(d.last);
   EXPECT_GT(d.fpdus, 0u);
-  EXPECT_LT(d.payload_bytes, kSize);
+  EXPECT_LT(d.payload_bytes, kBeyondBuffers);
   EXPECT_EQ(raw_.buffered(), 0u) << "the stream was cut inside an FPDU";
   EXPECT_TRUE(d.terminates.empty());
 }
@@ -225,58 +245,24 @@ TEST_P(RevocationTest, FlushWhileAWriteWaitsForTheWindow) {
 // with DISCONNECTED, and the socket is closed (the peer sees the end of the stream), instead of
 // waiting for ever for bytes that cannot leave.
 TEST_P(RevocationTest, DisconnectEndsWhileThePeerKeepsItsWindowShut) {
-  constexpr std::size_t kSize = 32u << 20;
-  Mapping region(kSize);
-  ASSERT_NE(region.data(), nullptr);
-  mr_.emplace(pd_->reg_mr(region.data(), region.size(), access::kLocalWrite).value());
-  ASSERT_NO_FATAL_FAILURE(connect_raw(/*rcvbuf=*/4096));
-  Sge sge = mr_->sge(0, static_cast<std::uint32_t>(kSize));
-  SendWr wr;
-  wr.wr_id = 1;
-  wr.opcode = WrOpcode::kRdmaWrite;
-  wr.sg_list = {&sge, 1};
-  wr.rkey = 0x1234;
-  ASSERT_TRUE(qp_->post_send(wr));
-  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  Mapping region(kBeyondBuffers);
+  ASSERT_NO_FATAL_FAILURE(write_behind_shut_window(region, 0));
   const auto start = std::chrono::steady_clock::now();
   conn_.disconnect();
-  auto ev = channel_->get_event(kTimeoutMs);
-  ASSERT_TRUE(ev) << "no event within " << kTimeoutMs << " ms";
-  EXPECT_EQ(ev->type, CmEventType::kDisconnected) << to_string(ev->type);
-  const auto took = std::chrono::steady_clock::now() - start;
-  EXPECT_LT(took, std::chrono::seconds(6));
-  // The socket is closed: reading everything that was queued ends in EOF or a reset.
-  EXPECT_TRUE(raw_.wait_closed(20000));
+  expect_closed_within_bound(start);
 }
 
 // The same bound holds when the close comes from a Terminate that cannot leave: the peer fills
 // its window with a Read Response it does not read, then breaks a rule. uwarp's QP fails at once
 // and its Terminate waits behind the response; the stream still ends within the bound.
 TEST_P(RevocationTest, ATerminateBehindAShutWindowStillEndsTheStream) {
-  constexpr std::size_t kSize = 32u << 20;
-  Mapping region(kSize);
-  ASSERT_NE(region.data(), nullptr);
-  mr_.emplace(pd_->reg_mr(region.data(), region.size(), access::kRemoteRead).value());
-  ASSERT_NO_FATAL_FAILURE(connect_raw(/*rcvbuf=*/4096));
-  wire::ReadRequest rr;
-  rr.sink_stag = 0x1234;
-  rr.size = static_cast<std::uint32_t>(kSize);
-  rr.source_stag = mr_->rkey();
-  rr.source_to = reinterpret_cast<std::uintptr_t>(region.data());
-  ASSERT_TRUE(raw_.send_fpdu(
-      RawPeer::untagged_header(RdmapOpcode::kReadRequest, wire::kQueueReadRequest, 1),
-      RawPeer::read_request_body(rr)));
-  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  Mapping region(kBeyondBuffers);
+  ASSERT_NO_FATAL_FAILURE(read_behind_shut_window(region));
   // A Write to an STag that does not exist: a Terminate is due.
-  ASSERT_TRUE(raw_.send_fpdu(
-      RawPeer::tagged_header(RdmapOpcode::kRdmaWrite, mr_->rkey() ^ 0x5A5A00, 0),
-      std::vector<std::uint8_t>(16, 1)));
-  const auto start = std::chrono::steady_clock::now();
-  auto ev = channel_->get_event(kTimeoutMs);
-  ASSERT_TRUE(ev) << "no event within " << kTimeoutMs << " ms";
-  EXPECT_EQ(ev->type, CmEventType::kDisconnected) << to_string(ev->type);
-  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(6));
-  EXPECT_TRUE(raw_.wait_closed(20000));
+  ASSERT_TRUE(
+      raw_.send_fpdu(RawPeer::tagged_header(RdmapOpcode::kRdmaWrite, mr_->rkey() ^ 0x5A5A00, 0),
+                     std::vector<std::uint8_t>(16, 1)));
+  expect_closed_within_bound(std::chrono::steady_clock::now());
 }
 
 INSTANTIATE_TEST_SUITE_P(Crc, RevocationTest, ::testing::Values(false, true),
