@@ -19,6 +19,14 @@ inline bool overlaps(ConstByteSpan a, ConstByteSpan b) {
   return !a.empty() && !b.empty() && a0 < b0 + b.size() && b0 < a0 + a.size();
 }
 
+// Whether any of `spans` shares a byte with `memory`.
+inline bool overlaps_any(std::span<const ByteSpan> spans, ConstByteSpan memory) {
+  for (const ByteSpan& s : spans) {
+    if (overlaps(s, memory)) return true;
+  }
+  return false;
+}
+
 inline std::uint16_t load_be16(const std::uint8_t* p) {
   return static_cast<std::uint16_t>((p[0] << 8) | p[1]);
 }

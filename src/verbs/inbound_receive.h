@@ -42,11 +42,7 @@ class InboundReceive {
   }
   // The active receive's memory lies (partly) in `memory`.
   bool places_into(ConstByteSpan memory) const {
-    if (!active_) return false;
-    for (const ByteSpan& s : spans_) {
-      if (overlaps(s, memory)) return true;
-    }
-    return false;
+    return active_ && overlaps_any(spans_, memory);
   }
   // The whole message has been placed: completes the receive (the Terminate, if the peer may not
   // invalidate the region its Send with Invalidate names).

@@ -125,10 +125,7 @@ void SendQueue::sent(std::uint64_t seq) {
 bool SendQueue::uses(ConstByteSpan memory) const {
   for (std::size_t i = 0; i < sq_.size(); ++i) {
     const Entry& e = sq_[i];
-    if (e.phase == Phase::kDone) continue;
-    for (const ByteSpan& s : e.spans) {
-      if (overlaps(s, memory)) return true;
-    }
+    if (e.phase != Phase::kDone && overlaps_any(e.spans, memory)) return true;
   }
   return false;
 }
