@@ -100,7 +100,8 @@ void Listener::on_accept(Result<io::Fd> connection, const io::SocketAddress& pee
   }
   if (pending_.size() >= options_.max_pending) {
     dropped_.fetch_add(1, std::memory_order_relaxed);
-    return;  // the connection closes here, before its MPA exchange starts
+    io::close_with_reset(std::move(*connection));  // before its MPA exchange starts
+    return;
   }
   auto events = events_.lock();
   if (!events) return;

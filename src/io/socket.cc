@@ -213,4 +213,10 @@ long send_bytes(int fd, ConstByteSpan bytes) {
 
 void shutdown_write(int fd) { ::shutdown(fd, SHUT_WR); }
 
+void close_with_reset(Fd fd) {
+  if (!fd.valid()) return;
+  const linger l{1, 0};
+  ::setsockopt(fd.get(), SOL_SOCKET, SO_LINGER, &l, sizeof l);
+}  // fd closes here
+
 }  // namespace uwarp::io

@@ -21,6 +21,14 @@ using std::chrono::steady_clock;
 constexpr int kEventTimeoutMs = 5000;
 constexpr int kRtrTimeoutMs = 300;
 
+// Peer-to-peer, waiting at most `timeout_ms` for the RTR (passive side) or the reply (active).
+ConnectionParams peer_to_peer(int timeout_ms) {
+  ConnectionParams p;
+  p.peer_to_peer = true;
+  p.timeout_ms = timeout_ms;
+  return p;
+}
+
 class RtrDeadline : public PerBackend {};
 
 TEST_P(RtrDeadline, AResponderWhosePeerSendsNoRtrFailsTheConnection) {
@@ -42,10 +50,7 @@ TEST_P(RtrDeadline, AResponderWhosePeerSendsNoRtrFailsTheConnection) {
   ASSERT_TRUE(req);
   ASSERT_EQ(req->type, CmEventType::kConnectRequest) << to_string(req->type);
   const auto accepted_at = steady_clock::now();
-  ConnectionParams params;
-  params.peer_to_peer = true;
-  params.timeout_ms = kRtrTimeoutMs;
-  ASSERT_TRUE(req->connection.accept(qp, params));
+  ASSERT_TRUE(req->connection.accept(qp, peer_to_peer(kRtrTimeoutMs)));
   RecvWr recv;
   recv.wr_id = 7;
   ASSERT_TRUE(qp.post_recv(recv));
@@ -89,16 +94,11 @@ TEST_P(RtrDeadline, AnRtrInTimeEstablishesAndTheDeadlineStaysQuiet) {
   CompletionQueue cq = ctx.create_cq(16).value();
   QueuePair cqp = pd.create_qp({.send_cq = &cq, .recv_cq = &cq}).value();
   QueuePair sqp = pd.create_qp({.send_cq = &cq, .recv_cq = &cq}).value();
-  ConnectionParams p2p;
-  p2p.peer_to_peer = true;
-  ASSERT_TRUE(client.connect("127.0.0.1", listener->port(), cqp, p2p));
+  ASSERT_TRUE(client.connect("127.0.0.1", listener->port(), cqp, peer_to_peer(kEventTimeoutMs)));
   auto req = server.get_event(kEventTimeoutMs);
   ASSERT_TRUE(req);
   ASSERT_EQ(req->type, CmEventType::kConnectRequest) << to_string(req->type);
-  ConnectionParams params;
-  params.peer_to_peer = true;
-  params.timeout_ms = kRtrTimeoutMs;
-  ASSERT_TRUE(req->connection.accept(sqp, params));
+  ASSERT_TRUE(req->connection.accept(sqp, peer_to_peer(kRtrTimeoutMs)));
   auto est = server.get_event(kEventTimeoutMs);
   ASSERT_TRUE(est);
   EXPECT_EQ(est->type, CmEventType::kEstablished) << to_string(est->type);
