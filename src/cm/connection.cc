@@ -10,25 +10,20 @@
 namespace uwarp::cm {
 
 Connection::Connection(runtime::Engine& engine, const std::shared_ptr<EventChannel>& events)
-    : engine_(engine), events_(events), socket_(engine) {}
+    : engine_(engine), events_(events), socket_(engine, *this), rtr_deadline_(engine) {}
 
 Connection::~Connection() {
   // The stream may outlive its connection object only long enough to close.
   if (stream_) stream_->abort();
-  // An attached fd is detached before it is closed (io::IoBackend).
-  if (socket_.open()) engine_.run_sync([this] { engine_.backend().detach(socket_.fd()); });
 }
 
 Result<std::shared_ptr<Connection>> Connection::connect(runtime::Engine& engine, const std::shared_ptr<EventChannel>& events,
                                                         const io::SocketAddress& peer, verbs::QueuePair& qp,
                                                         const ConnectOptions& options) {
-  if (options.mpa.private_data.size() > proto::kMaxPrivateData) {
-    return error(Errc::kInvalidArgument, "private data longer than 508 bytes");
-  }
+  if (Status s = check_private_data(options.mpa.private_data); !s) return Unexpected{std::move(s)};
   auto fd = io::tcp_connect_start(peer);
   if (!fd) return Unexpected{fd.error()};
   std::shared_ptr<Connection> c(new Connection(engine, events));
-  c->active_ = true;
   c->peer_ = peer;
   c->qp_ = &qp;
   c->socket_.set_fd(std::move(*fd));
@@ -37,18 +32,16 @@ Result<std::shared_ptr<Connection>> Connection::connect(runtime::Engine& engine,
   c->self_ = c;
   const auto timeout = options.mpa_timeout;
   engine.post([c, timeout] {
-    if (Status s = c->engine_.backend().attach(c->socket_.fd(), c.get()); !s) {
+    if (Status s = c->socket_.attach(); !s) {
       c->fail(CmEventType::kConnectError, s, std::nullopt);
       return;
     }
-    std::weak_ptr<Connection> weak = c;
-    c->socket_.set_deadline(runtime::Clock::now() + timeout, [weak] {
-      auto self = weak.lock();
-      if (self && (self->state_ == State::kConnecting || self->state_ == State::kAwaitingReply)) {
-        self->fail(CmEventType::kConnectError, Status(Errc::kTimedOut, "no MPA reply in time"), std::nullopt);
+    c->socket_.deadline().arm(runtime::Clock::now() + timeout, c->weak_from_this(), [](Connection& self) {
+      if (self.state_ == State::kConnecting || self.state_ == State::kAwaitingReply) {
+        self.fail(CmEventType::kConnectError, Status(Errc::kTimedOut, "no MPA reply in time"), std::nullopt);
       }
     });
-    c->engine_.backend().connect_wait(c->socket_.fd());
+    c->socket_.connect_wait();
   });
   return c;
 }
@@ -64,13 +57,11 @@ std::shared_ptr<Connection> Connection::accepted(runtime::Engine& engine, const 
   c->socket_.set_fd(std::move(fd));
   c->local_ = io::local_address(c->socket_.fd());
   c->state_ = State::kAwaitingRequest;
-  if (!engine.backend().attach(c->socket_.fd(), c.get())) return nullptr;
-  std::weak_ptr<Connection> weak = c;
-  c->socket_.set_deadline(runtime::Clock::now() + timeout, [weak] {
-    auto self = weak.lock();
-    if (!self || self->state_ != State::kAwaitingRequest) return;
-    if (auto l = self->listener_.lock()) l->request_timed_out();
-    self->close_handshake();
+  if (!c->socket_.attach()) return nullptr;
+  c->socket_.deadline().arm(runtime::Clock::now() + timeout, c->weak_from_this(), [](Connection& self) {
+    if (self.state_ != State::kAwaitingRequest) return;
+    if (auto l = self.listener_.lock()) l->request_timed_out();
+    self.close_handshake();
   });
   // The listener keeps pending connections alive until the application answers them.
   listener->adopt(c);
@@ -78,7 +69,7 @@ std::shared_ptr<Connection> Connection::accepted(runtime::Engine& engine, const 
   return c;
 }
 
-void Connection::on_connect(int err) {
+void Connection::handshake_connected(int err) {
   if (state_ != State::kConnecting) return;
   if (err != 0) {
     fail(CmEventType::kConnectError,
@@ -94,26 +85,19 @@ void Connection::on_connect(int err) {
   socket_.receive_more();
 }
 
-void Connection::on_send(long result) { socket_.on_send(result); }
-
-void Connection::on_recv(long result) {
-  if (state_ != State::kAwaitingReply && state_ != State::kAwaitingRequest) return;
-  if (result <= 0) {
-    const Status why = result == 0 ? Status(Errc::kConnectionReset, "peer closed during the MPA exchange")
-                                   : Status(Errc::kIoError, std::string("receive: ") +
-                                                                std::strerror(static_cast<int>(-result)));
-    if (active_) {
-      fail(CmEventType::kConnectError, why, std::nullopt);
-    } else {
-      close_handshake();
-    }
-    return;
-  }
-  socket_.received(static_cast<std::size_t>(result));
-  if (active_) {
+void Connection::handshake_received() {
+  if (state_ == State::kAwaitingReply) {
     on_reply_bytes();
-  } else {
+  } else if (state_ == State::kAwaitingRequest) {
     on_request_bytes();
+  }
+}
+
+void Connection::handshake_lost(Status why) {
+  if (state_ == State::kAwaitingReply) {
+    fail(CmEventType::kConnectError, std::move(why), std::nullopt);
+  } else if (state_ == State::kAwaitingRequest) {
+    close_handshake();
   }
 }
 
@@ -156,7 +140,7 @@ void Connection::on_request_bytes() {
       close_handshake();
       return;
     case RequestVerdict::Next::kReport:
-      socket_.cancel_deadline();
+      socket_.deadline().cancel();
       state_ = State::kRequestPending;
       if (auto l = listener_.lock()) {
         l->request_complete(this);
@@ -175,9 +159,7 @@ void Connection::report_request() {
 
 Status Connection::accept(verbs::QueuePair& qp, const proto::MpaParams& local,
                           std::chrono::milliseconds rtr_timeout) {
-  if (local.private_data.size() > proto::kMaxPrivateData) {
-    return Status(Errc::kInvalidArgument, "private data longer than 508 bytes");
-  }
+  if (Status s = check_private_data(local.private_data); !s) return s;
   Status result;
   engine_.run_sync([&] {
     if (state_ != State::kRequestPending) {
@@ -194,25 +176,11 @@ Status Connection::accept(verbs::QueuePair& qp, const proto::MpaParams& local,
       state_ = State::kEstablished;
       emit(CmEventType::kEstablished, Status::ok());
     } else {
-      arm_rtr_deadline(rtr_timeout);
+      rtr_deadline_.arm(runtime::Clock::now() + rtr_timeout, weak_from_this(),
+                        [](Connection& self) { self.rtr_deadline_expired(); });
     }
   });
   return result;
-}
-
-void Connection::arm_rtr_deadline(std::chrono::milliseconds timeout) {
-  std::weak_ptr<Connection> weak = weak_from_this();
-  rtr_timer_ = engine_.add_timer(runtime::Clock::now() + timeout, [weak] {
-    if (auto self = weak.lock()) {
-      self->rtr_timer_ = 0;
-      self->rtr_deadline_expired();
-    }
-  });
-}
-
-void Connection::cancel_rtr_deadline() {
-  if (rtr_timer_ != 0) engine_.cancel_timer(rtr_timer_);
-  rtr_timer_ = 0;
 }
 
 void Connection::rtr_deadline_expired() {
@@ -220,18 +188,13 @@ void Connection::rtr_deadline_expired() {
   // The connection never came up: a connect error, and no kDisconnected when the stream closes.
   state_ = State::kClosed;
   disconnected_event_sent_ = true;
-  if (stream_) {
-    stream_->abort();  // unbinds the QP and closes the socket
-    engine_.retire(std::move(stream_));
-  }
+  abort_stream();
   if (qp_ != nullptr) [[maybe_unused]] Status s = qp_->modify_state(QpState::kError);  // flushes
   emit(CmEventType::kConnectError, Status(Errc::kTimedOut, "no RTR from the peer in time"));
 }
 
 Status Connection::reject(std::span<const std::uint8_t> private_data) {
-  if (private_data.size() > proto::kMaxPrivateData) {
-    return Status(Errc::kInvalidArgument, "private data longer than 508 bytes");
-  }
+  if (Status s = check_private_data(private_data); !s) return s;
   Status result;
   engine_.run_sync([&] {
     if (state_ != State::kRequestPending) {
@@ -252,9 +215,15 @@ void Connection::start_stream(const verbs::LinkParams& params, ConstByteSpan ear
   stream_->start(params, early);
 }
 
+void Connection::abort_stream() {
+  if (!stream_) return;
+  stream_->abort();  // unbinds the QP and closes the socket
+  engine_.retire(std::move(stream_));
+}
+
 void Connection::stream_rtr_received() {
   if (state_ != State::kEstablishing) return;
-  cancel_rtr_deadline();
+  rtr_deadline_.cancel();
   state_ = State::kEstablished;
   emit(CmEventType::kEstablished, Status::ok());
 }
@@ -262,7 +231,7 @@ void Connection::stream_rtr_received() {
 void Connection::stream_closed(bool graceful, const std::string& why) {
   const bool was_up = state_ == State::kEstablished || state_ == State::kEstablishing;
   state_ = State::kClosed;
-  cancel_rtr_deadline();
+  rtr_deadline_.cancel();
   if (stream_) engine_.retire(std::move(stream_));
   if (was_up && !disconnected_event_sent_) {
     disconnected_event_sent_ = true;
@@ -283,11 +252,8 @@ void Connection::disconnect() {
 void Connection::abort() {
   engine_.run_sync([&] {
     disconnected_event_sent_ = true;  // the application asked: no event
-    cancel_rtr_deadline();
-    if (stream_) {
-      stream_->abort();
-      engine_.retire(std::move(stream_));
-    }
+    rtr_deadline_.cancel();
+    abort_stream();
     if (state_ != State::kClosed) close_handshake();
     qp_ = nullptr;
   });

@@ -19,6 +19,7 @@
 #include "io/backend.h"
 #include "proto/mpa_negotiator.h"
 #include "runtime/engine.h"
+#include "runtime/engine_timer.h"
 #include "runtime/stream.h"
 #include "verbs/queue_pair.h"
 
@@ -29,7 +30,7 @@ struct ConnectOptions {
   std::chrono::milliseconds mpa_timeout{10000};  // as Linux siw: 10 s for the reply
 };
 
-class Connection final : public io::IoHandler,
+class Connection final : public HandshakeEvents,
                          public runtime::StreamObserver,
                          public std::enable_shared_from_this<Connection> {
  public:
@@ -68,10 +69,10 @@ class Connection final : public io::IoHandler,
   // connection has closed meanwhile. The listener calls it, in the order of its requests.
   void report_request();
 
-  // io::IoHandler (handshake, engine thread).
-  void on_connect(int error) override;
-  void on_recv(long result) override;
-  void on_send(long result) override;
+  // HandshakeEvents (engine thread).
+  void handshake_connected(int error) override;
+  void handshake_received() override;
+  void handshake_lost(Status why) override;
   // runtime::StreamObserver.
   void stream_rtr_received() override;
   void stream_closed(bool graceful, const std::string& why) override;
@@ -83,15 +84,15 @@ class Connection final : public io::IoHandler,
   Connection(runtime::Engine& engine, const std::shared_ptr<EventChannel>& events);
 
   void start_stream(const verbs::LinkParams& params, ConstByteSpan early);
+  // Ends the stream, if there is one, at once: the QP is unbound and the socket closed.
+  void abort_stream();
   // The MPA bytes received so far, as each role acts on them (cm/handshake_steps.h).
   void on_reply_bytes();
   void on_request_bytes();
   void fail(CmEventType type, Status why, std::optional<wire::TerminateCode> terminate);
   void emit(CmEventType type, Status status, std::vector<std::uint8_t> private_data = {});
   void close_handshake();
-  // Passive side, peer-to-peer: the RTR deadline (engine thread).
-  void arm_rtr_deadline(std::chrono::milliseconds timeout);
-  void cancel_rtr_deadline();
+  // Passive side, peer-to-peer: the RTR did not arrive in time (engine thread).
   void rtr_deadline_expired();
 
   runtime::Engine& engine_;
@@ -104,14 +105,13 @@ class Connection final : public io::IoHandler,
   io::SocketAddress local_;
   verbs::QueuePair* qp_ = nullptr;
   void* context_ = nullptr;
-  bool active_ = false;
   std::optional<proto::MpaInitiator> initiator_;
   proto::MpaResponder responder_;
   proto::MpaOutcome outcome_;
   bool disconnected_event_sent_ = false;
   std::shared_ptr<runtime::Stream> stream_;
   std::shared_ptr<Connection> self_;  // active side: alive while the handshake runs
-  std::uint64_t rtr_timer_ = 0;       // engine thread: the RTR deadline's timer, 0 if none
+  runtime::EngineTimer rtr_deadline_;  // passive side, peer-to-peer: until the RTR arrives
 };
 
 }  // namespace uwarp::cm

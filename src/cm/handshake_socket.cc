@@ -1,17 +1,15 @@
 #include "cm/handshake_socket.h"
 
+#include <cerrno>
+#include <cstring>
 #include <span>
+#include <string>
 
 namespace uwarp::cm {
 
-void HandshakeSocket::set_deadline(runtime::Clock::time_point deadline,
-                                   std::function<void()> expired) {
-  timer_ = engine_.add_timer(deadline, std::move(expired));
-}
-
-void HandshakeSocket::cancel_deadline() {
-  if (timer_ != 0) engine_.cancel_timer(timer_);
-  timer_ = 0;
+HandshakeSocket::~HandshakeSocket() {
+  // An attached fd is detached before it is closed (io::IoBackend).
+  if (fd_.valid()) engine_.run_sync([this] { engine_.backend().detach(fd_.get()); });
 }
 
 void HandshakeSocket::receive_more() {
@@ -28,6 +26,18 @@ void HandshakeSocket::send_frame(std::vector<std::uint8_t> frame) {
   engine_.backend().send(fd_.get(), std::span<const iovec>(&tx_iov_, 1));
 }
 
+void HandshakeSocket::on_recv(long result) {
+  if (result > 0) {
+    rx_used_ += static_cast<std::size_t>(result);
+    events_.handshake_received();
+  } else if (result == 0) {
+    events_.handshake_lost(Status(Errc::kConnectionReset, "peer closed during the MPA exchange"));
+  } else {
+    events_.handshake_lost(
+        Status(Errc::kIoError, std::string("receive: ") + std::strerror(static_cast<int>(-result))));
+  }
+}
+
 void HandshakeSocket::on_send(long result) {
   if (result < 0) return;  // the receive side reports the failure
   const auto n = static_cast<std::size_t>(result);
@@ -39,13 +49,13 @@ void HandshakeSocket::on_send(long result) {
 }
 
 io::Fd HandshakeSocket::hand_over() {
-  cancel_deadline();
+  deadline_.cancel();
   engine_.backend().detach(fd_.get());
   return std::move(fd_);
 }
 
 void HandshakeSocket::close() {
-  cancel_deadline();
+  deadline_.cancel();
   if (!fd_.valid()) return;
   engine_.backend().detach(fd_.get());
   fd_.reset();

@@ -73,4 +73,10 @@ verbs::LinkParams link_params(const proto::MpaOutcome& outcome, bool initiator) 
   return lp;
 }
 
+Status check_private_data(std::span<const std::uint8_t> private_data) {
+  if (private_data.size() <= proto::kMaxPrivateData) return Status::ok();
+  return Status(Errc::kInvalidArgument, "private data longer than " +
+                                            std::to_string(proto::kMaxPrivateData) + " bytes");
+}
+
 }  // namespace uwarp::cm

@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <span>
 #include <vector>
 
 #include "base/bytes.h"
@@ -54,6 +55,9 @@ struct RequestVerdict {
 
 // Responder: `received` holds every byte read since the connection was accepted.
 RequestVerdict read_request(proto::MpaResponder& responder, ConstByteSpan received);
+
+// Private data of a request, reply or rejection: at most proto::kMaxPrivateData bytes.
+Status check_private_data(std::span<const std::uint8_t> private_data);
 
 // What the QP's stream needs from the negotiation. The initiator sends the agreed RTR, the
 // responder waits for it.

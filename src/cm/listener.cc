@@ -33,8 +33,7 @@ void Listener::close() {
       fd_.reset();
     }
     arrivals_.clear();
-    if (order_timer_ != 0) engine_.cancel_timer(order_timer_);
-    order_timer_ = 0;
+    order_timer_.cancel();
     auto pending = std::move(pending_);
     pending_.clear();
     pending_changed();
@@ -80,17 +79,12 @@ void Listener::report_in_order() {
     arrivals_.pop_front();
     if (front.complete) front.connection->report_request();
   }
-  if (order_timer_ != 0) return;
+  if (order_timer_.armed()) return;
   const bool held = std::any_of(arrivals_.begin(), arrivals_.end(),
                                 [](const Arrival& a) { return a.complete; });
   if (!held) return;
-  std::weak_ptr<Listener> weak = weak_from_this();
-  order_timer_ = engine_.add_timer(arrivals_.front().place_until, [weak] {
-    if (auto self = weak.lock()) {
-      self->order_timer_ = 0;
-      self->report_in_order();
-    }
-  });
+  order_timer_.arm(arrivals_.front().place_until, weak_from_this(),
+                   [](Listener& self) { self.report_in_order(); });
 }
 
 void Listener::on_accept(Result<io::Fd> connection, const io::SocketAddress& peer) {

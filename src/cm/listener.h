@@ -29,6 +29,7 @@
 #include "cm/listen_options.h"
 #include "io/backend.h"
 #include "runtime/engine.h"
+#include "runtime/engine_timer.h"
 
 namespace uwarp::cm {
 
@@ -68,7 +69,7 @@ class Listener final : public io::IoHandler, public std::enable_shared_from_this
   };
 
   Listener(runtime::Engine& engine, const std::shared_ptr<EventChannel>& events, const ListenOptions& options)
-      : engine_(engine), events_(events), options_(options) {}
+      : engine_(engine), events_(events), options_(options), order_timer_(engine) {}
   void pending_changed() { pending_count_.store(pending_.size(), std::memory_order_relaxed); }
   // Reports the complete requests at the front of the order, drops the places that have
   // expired there, and sets a timer for the first expiry that holds back a complete request.
@@ -83,7 +84,7 @@ class Listener final : public io::IoHandler, public std::enable_shared_from_this
   const ListenOptions options_;
   std::unordered_map<Connection*, std::shared_ptr<Connection>> pending_;
   std::deque<Arrival> arrivals_;
-  std::uint64_t order_timer_ = 0;
+  runtime::EngineTimer order_timer_;  // until the first place that holds back a request expires
   // Counts: written on the engine thread, read by counts() from any thread.
   std::atomic<std::uint64_t> pending_count_{0};  // pending_.size()
   std::atomic<std::uint64_t> dropped_{0};
