@@ -10,10 +10,10 @@
 #include <chrono>
 #include <cstdint>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <vector>
 
+#include "cm/connect_options.h"
 #include "cm/events.h"
 #include "cm/handshake_socket.h"
 #include "io/backend.h"
@@ -24,11 +24,6 @@
 #include "verbs/queue_pair.h"
 
 namespace uwarp::cm {
-
-struct ConnectOptions {
-  proto::MpaParams mpa;
-  std::chrono::milliseconds mpa_timeout{10000};  // as Linux siw: 10 s for the reply
-};
 
 class Connection final : public HandshakeEvents,
                          public runtime::StreamObserver,
@@ -49,7 +44,6 @@ class Connection final : public HandshakeEvents,
   // kConnectError (kTimedOut), the QP goes to ERROR (what was posted flushes), the socket closes.
   Status accept(verbs::QueuePair& qp, const proto::MpaParams& local,
                 std::chrono::milliseconds rtr_timeout = kDefaultRtrTimeout);
-  static constexpr std::chrono::milliseconds kDefaultRtrTimeout{10000};  // as the MPA reply
   Status reject(std::span<const std::uint8_t> private_data);
   // Graceful close: work in flight completes or flushes; kDisconnected follows.
   void disconnect();
