@@ -1,8 +1,5 @@
 #include "cm/connection.h"
 
-#include <cerrno>
-#include <cstring>
-
 #include "cm/handshake_steps.h"
 #include "cm/listener.h"
 #include "cm/setup_terminate.h"
@@ -69,13 +66,10 @@ std::shared_ptr<Connection> Connection::accepted(runtime::Engine& engine, const 
   return c;
 }
 
-void Connection::handshake_connected(int err) {
+void Connection::handshake_connected(Status result) {
   if (state_ != State::kConnecting) return;
-  if (err != 0) {
-    fail(CmEventType::kConnectError,
-         Status(err == ECONNREFUSED ? Errc::kConnectionRefused : Errc::kIoError,
-                std::string("connect: ") + std::strerror(err)),
-         std::nullopt);
+  if (!result) {
+    fail(CmEventType::kConnectError, std::move(result), std::nullopt);
     return;
   }
   // local_ was read when the connect started (the kernel binds the address then); it is not

@@ -64,7 +64,7 @@ class Connection final : public HandshakeEvents,
   void report_request();
 
   // HandshakeEvents (engine thread).
-  void handshake_connected(int error) override;
+  void handshake_connected(Status result) override;
   void handshake_received() override;
   void handshake_lost(Status why) override;
   // runtime::StreamObserver.

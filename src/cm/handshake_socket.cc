@@ -26,6 +26,15 @@ void HandshakeSocket::send_frame(std::vector<std::uint8_t> frame) {
   engine_.backend().send(fd_.get(), std::span<const iovec>(&tx_iov_, 1));
 }
 
+void HandshakeSocket::on_connect(int error) {
+  if (error == 0) {
+    events_.handshake_connected(Status::ok());
+    return;
+  }
+  events_.handshake_connected(Status(error == ECONNREFUSED ? Errc::kConnectionRefused : Errc::kIoError,
+                                     std::string("connect: ") + std::strerror(error)));
+}
+
 void HandshakeSocket::on_recv(long result) {
   if (result > 0) {
     rx_used_ += static_cast<std::size_t>(result);

@@ -28,8 +28,8 @@ namespace uwarp::cm {
 class HandshakeEvents {
  public:
   virtual ~HandshakeEvents() = default;
-  // connect_wait() finished: 0 or the socket error.
-  virtual void handshake_connected(int error) = 0;
+  // connect_wait() finished: ok, or why the connect failed (kConnectionRefused, kIoError).
+  virtual void handshake_connected(Status result) = 0;
   // More bytes arrived: received_bytes() holds all of them.
   virtual void handshake_received() = 0;
   // The peer closed, or the receive failed; `why` says which.
@@ -74,7 +74,7 @@ class HandshakeSocket final : public io::IoHandler {
   void close();
 
   // io::IoHandler.
-  void on_connect(int error) override { events_.handshake_connected(error); }
+  void on_connect(int error) override;
   void on_recv(long result) override;
   void on_send(long result) override;
 
