@@ -78,8 +78,9 @@ class MemoryRegion {
   std::uint32_t access() const;
   // An SGE covering [offset, offset + length) of this region.
   Sge sge(std::size_t offset, std::uint32_t length) const;
-  // Deregisters now (also done by the destructor); later accesses by peers are refused.
-  void deregister();
+  // Deregisters now; later accesses by peers are refused. kBusy while memory windows are bound in
+  // the region. The destructor deregisters too, invalidating such windows.
+  Status deregister();
 
  private:
   friend struct detail::Access;

@@ -38,14 +38,16 @@ struct MrImpl {
   verbs::MemoryRegionRef mr;
   Mutex mu;
   bool registered GUARDED_BY(mu) = true;
-  void deregister() {
+  // force: the handle is destroyed, and windows bound in the region are invalidated with it.
+  Status deregister(bool force = false) {
     MutexLock lock(mu);
-    if (!registered) return;
+    if (!registered) return Status::ok();
+    if (Status s = verbs::deregister_region(pd->ctx->device, mr, force); !s) return s;
     registered = false;
-    verbs::deregister_region(pd->ctx->device, mr);
     pd->pd.users.fetch_sub(1);
+    return Status::ok();
   }
-  ~MrImpl() { deregister(); }
+  ~MrImpl() { [[maybe_unused]] Status s = deregister(/*force=*/true); }
 };
 
 struct ChannelImpl {

@@ -55,7 +55,7 @@ std::uint32_t MemoryRegion::access() const { return impl_->mr->access; }
 Sge MemoryRegion::sge(std::size_t offset, std::uint32_t length) const {
   return Sge{impl_->mr->iova + offset, length, impl_->mr->stag};
 }
-void MemoryRegion::deregister() { impl_->deregister(); }
+Status MemoryRegion::deregister() { return impl_->deregister(); }
 
 int CompletionChannel::fd() const { return impl_->channel.fd(); }
 

@@ -7,8 +7,8 @@
 namespace uwarp::verbs {
 namespace term = wire::term;
 
-MemoryProtection::MemoryProtection(StagTable& stags, const ProtectionDomain* pd)
-    : stags_(stags), pd_(pd) {
+MemoryProtection::MemoryProtection(StagTable& stags, const ProtectionDomain* pd, const void* qp)
+    : stags_(stags), pd_(pd), qp_(qp) {
   scatter_.reserve(16);
 }
 
@@ -18,8 +18,9 @@ bool MemoryProtection::resolve_local(const std::vector<Sge>& sges, std::uint32_t
   for (const Sge& s : sges) {
     if (s.length == 0) continue;
     // Requests in a row mostly name the same region.
-    if (!find_region(local_mr_, s.lkey)) return false;
-    auto r = local_mr_->resolve(pd_, s.addr, s.length, needed);
+    // A window's STag is for peers only.
+    if (!find_region(local_mr_, s.lkey) || is_window(local_mr_->kind)) return false;
+    auto r = local_mr_->resolve(pd_, qp_, s.addr, s.length, needed);
     if (!r) return false;
     spans.push_back(*r);
     keep.push_back(local_mr_);
@@ -31,7 +32,7 @@ Expected<proto::ReadSource, wire::TerminateCode> MemoryProtection::resolve_read_
     wire::Stag stag, wire::TaggedOffset offset, std::uint32_t length) {
   MemoryRegionRef mr = stags_.find(stag.value());
   if (!mr) return Unexpected{term::kRdmapInvalidStag};
-  auto r = mr->resolve(pd_, offset.value(), length, access::kRemoteRead);
+  auto r = mr->resolve(pd_, qp_, offset.value(), length, access::kRemoteRead);
   if (!r) return Unexpected{read_source_error(r.error())};
   return proto::ReadSource{*r, std::move(mr)};
 }
@@ -46,7 +47,8 @@ bool MemoryProtection::invalidate_remote(wire::Stag stag) {
 wire::TerminateCode write_error(AccessError e) {
   switch (e) {
     case AccessError::kInvalidStag: return term::kDdpTaggedInvalidStag;
-    case AccessError::kWrongPd: return term::kDdpTaggedStagNotAssociated;
+    case AccessError::kWrongPd:
+    case AccessError::kNotOwnQp: return term::kDdpTaggedStagNotAssociated;
     // DDP has no access-rights code.
     case AccessError::kAccessRights: return term::kDdpTaggedInvalidStag;
     case AccessError::kBounds: return term::kDdpTaggedBaseBounds;
@@ -58,7 +60,8 @@ wire::TerminateCode write_error(AccessError e) {
 wire::TerminateCode read_source_error(AccessError e) {
   switch (e) {
     case AccessError::kInvalidStag: return term::kRdmapInvalidStag;
-    case AccessError::kWrongPd: return term::kRdmapStagNotAssociated;
+    case AccessError::kWrongPd:
+    case AccessError::kNotOwnQp: return term::kRdmapStagNotAssociated;
     case AccessError::kAccessRights: return term::kRdmapAccessRights;
     case AccessError::kBounds: return term::kRdmapBaseBounds;
     case AccessError::kWrap: return term::kRdmapToWrap;

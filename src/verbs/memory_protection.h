@@ -37,7 +37,9 @@ bool slice(const std::vector<ByteSpan>& spans, std::size_t offset, std::size_t l
 
 class MemoryProtection {
  public:
-  MemoryProtection(StagTable& stags, const ProtectionDomain* pd);
+  // `qp`: the queue pair whose accesses these are (a type 2 window admits only the QP it is bound
+  // to).
+  MemoryProtection(StagTable& stags, const ProtectionDomain* pd, const void* qp = nullptr);
 
   // The local memory of `sges` (zero-length ones left out) appended to `spans`, each region to
   // `keep`; false if an SGE names no region of this PD that allows `needed` over its range.
@@ -47,7 +49,7 @@ class MemoryProtection {
   proto::ScatterResult resolve_write(wire::Stag stag, wire::TaggedOffset to, std::size_t length) {
     // The segments of one Write all name its STag.
     if (!find_region(write_mr_, stag.value())) return Unexpected{wire::term::kDdpTaggedInvalidStag};
-    auto r = write_mr_->resolve(pd_, to.value(), length, access::kRemoteWrite);
+    auto r = write_mr_->resolve(pd_, qp_, to.value(), length, access::kRemoteWrite);
     if (!r) return Unexpected{write_error(r.error())};
     scatter_.assign(1, *r);
     return proto::Scatter(scatter_);
@@ -80,6 +82,7 @@ class MemoryProtection {
 
   StagTable& stags_;
   const ProtectionDomain* const pd_;
+  const void* const qp_;
   MemoryRegionRef write_mr_;  // the region the last inbound Write resolved
   MemoryRegionRef local_mr_;  // the region the last local SGE resolved
   std::vector<ByteSpan> scatter_;

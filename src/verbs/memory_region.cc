@@ -2,10 +2,12 @@
 
 namespace uwarp::verbs {
 
-Expected<ByteSpan, AccessError> MemoryRegion::resolve(const ProtectionDomain* requester, std::uint64_t to,
+Expected<ByteSpan, AccessError> MemoryRegion::resolve(const ProtectionDomain* requester,
+                                                      const void* requester_qp, std::uint64_t to,
                                                       std::uint64_t len, std::uint32_t needed) const {
   if (!valid.load(std::memory_order_acquire)) return Unexpected{AccessError::kInvalidStag};
   if (requester != pd) return Unexpected{AccessError::kWrongPd};
+  if (qp != nullptr && qp != requester_qp) return Unexpected{AccessError::kNotOwnQp};
   if ((access & needed) != needed) return Unexpected{AccessError::kAccessRights};
   if (to + len < to) return Unexpected{AccessError::kWrap};
   if (to < iova || to + len > iova + length) return Unexpected{AccessError::kBounds};

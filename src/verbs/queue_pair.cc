@@ -16,7 +16,7 @@ QueuePair::QueuePair(Device& device, const QpConfig& config)
                   : std::make_unique<ReceiveQueue>(config.pd, config.caps.max_recv_wr,
                                                    config.caps.max_recv_sge)),
       rq_(config.srq != nullptr ? config.srq : own_rq_.get()),
-      protection_(device.stags(), config.pd),
+      protection_(device.stags(), config.pd, this),
       sq_(config.caps, device.limits(), config.signal_all, protection_, reporter_),
       receive_(*rq_, config.srq, protection_, reporter_) {
   if (config_.pd != nullptr) config_.pd->users.fetch_add(1);

@@ -1,5 +1,6 @@
-// Deregistration with revocation (verbs: once dereg_mr returns, the RNIC no longer reads or
-// writes the region's memory, and the application may free it at once).
+// Deregistration and invalidation with revocation (verbs: once dereg_mr returns, or an
+// invalidation completes, the RNIC no longer reads or writes that memory through that STag, and
+// the application may free it at once).
 //
 // The region leaves the STag table first, so that no new access finds it (a peer's gets the
 // Terminate for an invalid STag). Then every QP of its protection domain is visited under its
@@ -15,10 +16,17 @@
 #pragma once
 
 #include "verbs/device.h"
+#include "uwarp/status.h"
 #include "verbs/memory_region.h"
 
 namespace uwarp::verbs {
 
-void deregister_region(Device& device, const MemoryRegionRef& mr);
+// Deregisters `mr` (a registered or fast-registered region) and revokes it. A region with
+// windows bound in it is not deregistered (kBusy), unless `force` (its handle is destroyed): the
+// windows are then invalidated and revoked first.
+Status deregister_region(Device& device, const MemoryRegionRef& mr, bool force = false);
+// Revokes a binding that was invalidated (verbs/stag_slot.h): no QP of its PD accesses its memory
+// through it any more once this returns.
+void revoke_binding(Device& device, const MemoryRegionRef& binding);
 
 }  // namespace uwarp::verbs

@@ -188,7 +188,7 @@ TEST(VerbsApi, HandlesMayBeDestroyedInAnyOrder) {
   ASSERT_EQ(cq->poll(wc), 1u);
   EXPECT_EQ(wc[0].wr_id, 9u);
   cq.reset();
-  mr->deregister();
+  ASSERT_TRUE(mr->deregister());
   mr.reset();
   qp.reset();
 }

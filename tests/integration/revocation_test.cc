@@ -89,7 +89,7 @@ class RevocationTest : public ::testing::TestWithParam<bool> {
 
   // Deregisters the region and makes its memory inaccessible at once.
   void deregister_and_poison(Mapping& m) {
-    mr_->deregister();
+    ASSERT_TRUE(mr_->deregister());
     ASSERT_TRUE(m.poison());
   }
 

@@ -181,7 +181,7 @@ TEST_F(RdmapDriverTest, DeregisteringTheSourceOfASendInProgressFailsTheQp) {
   ASSERT_TRUE(send(1, 64 * 1024).is_ok());
   proto::TxBatch batch;
   ASSERT_TRUE(fill(batch));
-  verbs::deregister_region(device_, mr_);
+  ASSERT_TRUE(verbs::deregister_region(device_, mr_));
   EXPECT_EQ(link_.revokes, 1);
   expect_terminated(wire::term::kRdmapLocalCatastrophic);
 }
@@ -197,7 +197,7 @@ TEST_F(RdmapDriverTest, DeregisteringAnotherRegionChangesNothing) {
   ASSERT_TRUE(send(1, 64 * 1024).is_ok());
   proto::TxBatch batch;
   ASSERT_TRUE(fill(batch));
-  verbs::deregister_region(device_, other);
+  ASSERT_TRUE(verbs::deregister_region(device_, other));
   EXPECT_EQ(qp_->state(), QpState::kRts);
   const auto out = drain();
   ASSERT_FALSE(out.empty());
@@ -208,7 +208,7 @@ TEST_F(RdmapDriverTest, DeregisteringTheSinkOfAnOutstandingReadFailsTheQp) {
   bind();
   ASSERT_TRUE(post(1, WrOpcode::kRdmaRead, 4096).is_ok());
   ASSERT_EQ(drain().size(), 1u) << "the Read Request";
-  verbs::deregister_region(device_, mr_);
+  ASSERT_TRUE(verbs::deregister_region(device_, mr_));
   expect_terminated(wire::term::kRdmapLocalCatastrophic);
 }
 
@@ -225,7 +225,7 @@ TEST_F(RdmapDriverTest, DeregisteringTheReceiveOfASendBetweenSegmentsFailsTheQp)
       proto::testing::pattern(100, 1), false);
   feed(first);
   ASSERT_EQ(qp_->state(), QpState::kRts);
-  verbs::deregister_region(device_, mr_);
+  ASSERT_TRUE(verbs::deregister_region(device_, mr_));
   expect_terminated(wire::term::kRdmapLocalCatastrophic);
 }
 
