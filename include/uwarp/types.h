@@ -33,6 +33,15 @@ enum class WrOpcode : std::uint8_t {
   kSendWithInvalidate,  // invalidates `invalidate_rkey` at the receiver
   kRdmaWrite,
   kRdmaRead,
+  // Local operations, carried out in posting order (after the requests before them have
+  // started; kFence: after earlier RDMA Reads have completed), nothing on the wire:
+  kBindWindow,          // binds the window whose STag index `rkey` has, as `rkey`, over
+                        // sg_list[0] (address, length, lkey: the region), with `access`
+                        // (MemoryWindow::bind_wr fills these in)
+  kLocalInvalidate,     // invalidates `invalidate_rkey` (a type 2 window or a fast region)
+  kRegisterFastRegion,  // registers the fast region whose index `rkey` has, as `rkey`, over
+                        // sg_list[0] (address, length), addressed from `remote_addr`, with
+                        // `access` (FastRegion::register_wr fills these in)
 };
 
 namespace send_flags {
@@ -50,6 +59,7 @@ struct SendWr {
   std::uint64_t remote_addr = 0;  // RDMA Write / Read: the remote tagged offset
   std::uint32_t rkey = 0;         // RDMA Write / Read: the remote STag
   std::uint32_t invalidate_rkey = 0;
+  std::uint32_t access = 0;  // kBindWindow, kRegisterFastRegion: the rights granted
 };
 
 struct RecvWr {
@@ -71,10 +81,13 @@ enum class WcStatus : std::uint8_t {
   kRemoteOperationError,       // the peer failed the operation (other Terminates)
   kFatalError,                 // not produced by uwarp (kept for the verbs mapping): a failed
                                // connection flushes, see kWrFlushError
+  kMemoryWindowBindError,      // a window bind broke the binding rules (verbs/stag_slot.h)
 };
 std::string_view to_string(WcStatus s);
 
-enum class WcOpcode : std::uint8_t { kSend, kRdmaWrite, kRdmaRead, kRecv };
+enum class WcOpcode : std::uint8_t {
+  kSend, kRdmaWrite, kRdmaRead, kRecv, kBindWindow, kLocalInvalidate, kRegisterFastRegion
+};
 
 namespace wc_flags {
 inline constexpr std::uint32_t kWithInvalidate = 1u << 0;  // recv: invalidated_rkey is valid

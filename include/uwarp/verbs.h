@@ -33,6 +33,7 @@ struct CqImpl;
 struct ChannelImpl;
 struct SrqImpl;
 struct QpImpl;
+struct SlotImpl;
 // Reaches the objects behind the handles; for in-tree adapters such as the OFA libraries
 // (ofa/), defined in src/api/impl.h. Not for applications.
 struct Access;
@@ -44,6 +45,8 @@ class CompletionChannel;
 class SharedReceiveQueue;
 class QueuePair;
 class MemoryRegion;
+class MemoryWindow;
+class FastRegion;
 
 // One software RNIC: device limits, a progress thread, the STag table.
 class Context {
@@ -87,6 +90,49 @@ class MemoryRegion {
   friend class ProtectionDomain;
   explicit MemoryRegion(std::shared_ptr<detail::MrImpl> impl) : impl_(std::move(impl)) {}
   std::shared_ptr<detail::MrImpl> impl_;
+};
+
+enum class WindowType : std::uint8_t { kType1 = 1, kType2 = 2 };
+
+// A memory window: an STag of its own onto part of a region that allows binding
+// (access::kMwBind), with remote rights of its own (read, write, atomic; write and atomic only in
+// a region with local write). Bound by a WrOpcode::kBindWindow work request, which takes effect
+// in posting order: type 1 through QueuePair::bind_mw, where each bind (and an unbind, length 0)
+// moves it to the next key; type 2 with a key the application chooses, to the QP it is posted
+// on, which alone may use it, and only while unbound: it is unbound by kLocalInvalidate or by the
+// peer's Send with Invalidate. A region with windows bound is not deregistered (kBusy).
+class MemoryWindow {
+ public:
+  WindowType type() const;
+  // The STag of the current binding (or of the last one).
+  std::uint32_t rkey() const;
+  // Type 2: the STag a bind with `key` gives it (its index, that key).
+  std::uint32_t rkey_with_key(std::uint8_t key) const;
+
+ private:
+  friend struct detail::Access;
+  friend class ProtectionDomain;
+  friend class QueuePair;
+  explicit MemoryWindow(std::shared_ptr<detail::SlotImpl> impl) : impl_(std::move(impl)) {}
+  std::shared_ptr<detail::SlotImpl> impl_;
+};
+
+// A fast-registered region: an STag that a WrOpcode::kRegisterFastRegion work request binds to
+// application memory (in posting order, with a key the application chooses, only while it is
+// unregistered) and kLocalInvalidate, or the peer's Send with Invalidate, unbinds. Usable as an
+// lkey and an rkey while registered.
+class FastRegion {
+ public:
+  // The STag of the current registration (or of the last one).
+  std::uint32_t rkey() const;
+  // The STag a registration with `key` gives it (its index, that key).
+  std::uint32_t rkey_with_key(std::uint8_t key) const;
+
+ private:
+  friend struct detail::Access;
+  friend class ProtectionDomain;
+  explicit FastRegion(std::shared_ptr<detail::SlotImpl> impl) : impl_(std::move(impl)) {}
+  std::shared_ptr<detail::SlotImpl> impl_;
 };
 
 class CompletionChannel {
@@ -163,6 +209,12 @@ class QueuePair {
   // few socket writes as fit (ibv_post_send's list). The error is that request's.
   Status post_send(std::span<const SendWr> wrs, std::size_t* posted = nullptr);
   Status post_recv(const RecvWr& wr);
+  // Type 1 window: posts a kBindWindow request that binds `window` over `range` (in `region`'s
+  // address space; length 0 unbinds) with `access`, and returns the STag it will have once the
+  // request has taken effect (ibv_bind_mw).
+  Result<std::uint32_t> bind_mw(MemoryWindow& window, const MemoryRegion& region, const Sge& range,
+                                std::uint32_t access, std::uint64_t wr_id,
+                                std::uint32_t flags = send_flags::kSignaled);
   Status modify_state(QpState target);
   // The negotiated inbound and outbound RDMA Read limits (after connection).
   std::uint16_t ird() const;
@@ -186,6 +238,8 @@ class ProtectionDomain {
   // by its virtual address (ibv_reg_mr_iova).
   Result<MemoryRegion> reg_mr_iova(void* addr, std::size_t length, std::uint64_t iova,
                                    std::uint32_t access);
+  Result<MemoryWindow> alloc_mw(WindowType type);
+  Result<FastRegion> alloc_fast_region();
   Result<QueuePair> create_qp(const QpInitAttr& attr);
   Result<SharedReceiveQueue> create_srq(std::uint32_t max_wr, std::uint32_t max_sge, void* user_context = nullptr);
 

@@ -45,6 +45,8 @@ ibv_wc_status wc_status(WcStatus s) {
       return IBV_WC_REM_OP_ERR;
     case WcStatus::kFatalError:
       return IBV_WC_FATAL_ERR;
+    case WcStatus::kMemoryWindowBindError:
+      return IBV_WC_MW_BIND_ERR;
   }
   return IBV_WC_GENERAL_ERR;
 }
@@ -59,6 +61,12 @@ ibv_wc_opcode wc_opcode(WcOpcode o) {
       return IBV_WC_RDMA_READ;
     case WcOpcode::kRecv:
       return IBV_WC_RECV;
+    case WcOpcode::kBindWindow:
+      return IBV_WC_BIND_MW;
+    case WcOpcode::kLocalInvalidate:
+      return IBV_WC_LOCAL_INV;
+    case WcOpcode::kRegisterFastRegion:  // not posted through libibverbs
+      return IBV_WC_SEND;
   }
   return IBV_WC_SEND;
 }

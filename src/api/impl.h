@@ -50,6 +50,14 @@ struct MrImpl {
   ~MrImpl() { [[maybe_unused]] Status s = deregister(/*force=*/true); }
 };
 
+// A window or a fast region: its STag slot, registered with the device so that work requests
+// find it by STag.
+struct SlotImpl {
+  std::shared_ptr<PdImpl> pd;
+  std::shared_ptr<verbs::StagSlot> slot;
+  ~SlotImpl() { pd->pd.users.fetch_sub(1); }
+};
+
 struct ChannelImpl {
   std::shared_ptr<ContextImpl> ctx;
   runtime::CompletionChannel channel;

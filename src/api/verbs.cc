@@ -122,6 +122,60 @@ Result<MemoryRegion> ProtectionDomain::reg_mr_iova(void* addr, std::size_t lengt
   return MemoryRegion(std::move(m));
 }
 
+namespace {
+
+Result<std::shared_ptr<detail::SlotImpl>> alloc_slot(const std::shared_ptr<detail::PdImpl>& pd, verbs::StagKind kind) {
+  verbs::Device& device = pd->ctx->device;
+  auto slot = verbs::StagSlot::allocate(device.stags(), &pd->pd, kind);
+  if (!slot) return Unexpected{slot.error()};
+  device.slots().add(*slot);
+  pd->pd.users.fetch_add(1);
+  auto impl = std::make_shared<detail::SlotImpl>();
+  impl->pd = pd;
+  impl->slot = std::move(*slot);
+  return impl;
+}
+
+std::uint32_t with_key(std::uint32_t stag, std::uint8_t key) { return (stag & ~0xFFu) | key; }
+
+}  // namespace
+
+WindowType MemoryWindow::type() const {
+  return impl_->slot->kind() == verbs::StagKind::kWindow1 ? WindowType::kType1 : WindowType::kType2;
+}
+std::uint32_t MemoryWindow::rkey() const { return impl_->slot->stag(); }
+std::uint32_t MemoryWindow::rkey_with_key(std::uint8_t key) const { return with_key(impl_->slot->stag(), key); }
+std::uint32_t FastRegion::rkey() const { return impl_->slot->stag(); }
+std::uint32_t FastRegion::rkey_with_key(std::uint8_t key) const { return with_key(impl_->slot->stag(), key); }
+
+Result<MemoryWindow> ProtectionDomain::alloc_mw(WindowType type) {
+  auto impl = alloc_slot(impl_, type == WindowType::kType1 ? verbs::StagKind::kWindow1 : verbs::StagKind::kWindow2);
+  if (!impl) return Unexpected{impl.error()};
+  return MemoryWindow(std::move(*impl));
+}
+
+Result<FastRegion> ProtectionDomain::alloc_fast_region() {
+  auto impl = alloc_slot(impl_, verbs::StagKind::kFastRegion);
+  if (!impl) return Unexpected{impl.error()};
+  return FastRegion(std::move(*impl));
+}
+
+Result<std::uint32_t> QueuePair::bind_mw(MemoryWindow& window, const MemoryRegion& region, const Sge& range,
+                                         std::uint32_t access_flags, std::uint64_t wr_id, std::uint32_t flags) {
+  if (window.type() != WindowType::kType1) return error(Errc::kInvalidArgument, "bind_mw binds type 1 windows");
+  const std::uint32_t rkey = window.impl_->slot->next_type1_stag();
+  const Sge sge{range.addr, range.length, region.lkey()};
+  SendWr wr;
+  wr.wr_id = wr_id;
+  wr.opcode = WrOpcode::kBindWindow;
+  wr.sg_list = std::span<const Sge>(&sge, 1);
+  wr.flags = flags;
+  wr.rkey = rkey;
+  wr.access = access_flags;
+  if (Status s = post_send(wr); !s) return Unexpected{std::move(s)};
+  return rkey;
+}
+
 Result<QueuePair> ProtectionDomain::create_qp(const QpInitAttr& attr) {
   if (attr.send_cq == nullptr || attr.recv_cq == nullptr) return error(Errc::kInvalidArgument, "a QP needs two CQs");
   const DeviceLimits& lim = impl_->ctx->device.limits();

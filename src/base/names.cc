@@ -39,6 +39,7 @@ std::string_view to_string(WcStatus s) {
     case WcStatus::kRemoteAccessError: return "remote access error";
     case WcStatus::kRemoteOperationError: return "remote operation error";
     case WcStatus::kFatalError: return "fatal error";
+    case WcStatus::kMemoryWindowBindError: return "memory window bind error";
   }
   return "unknown status";
 }

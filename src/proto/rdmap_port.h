@@ -19,7 +19,9 @@ namespace uwarp::proto {
 
 // One posted work request, as the engine transmits it.
 struct OutboundRequest {
-  enum class Kind : std::uint8_t { kSend, kSendInvalidate, kWrite, kRead };
+  // kLocal: an operation of the port's own (a memory bind or invalidation) that takes effect
+  // when its turn comes and puts nothing on the wire.
+  enum class Kind : std::uint8_t { kSend, kSendInvalidate, kWrite, kRead, kLocal };
   std::uint64_t seq = 0;  // the port's name for it, increasing in posting order
   Kind kind = Kind::kSend;
   bool solicited = false;       // Sends: the Solicited Event variant

@@ -129,10 +129,15 @@ bool RdmapTransmitter::next_read_response(Message& m) {
 
 bool RdmapTransmitter::next_request(Message& m) {
   OutboundRequest r;
-  if (!port_.peek_request(r)) return false;
-  const bool read = r.kind == OutboundRequest::Kind::kRead;
-  if (!orq_.may_start(read, r.fence)) return false;
-  if (!port_.start_request(r, gather_)) return false;
+  // Bounded by the port's queue: each local operation started is one request fewer.
+  while (true) {
+    if (!port_.peek_request(r)) return false;
+    const bool read = r.kind == OutboundRequest::Kind::kRead;
+    if (!orq_.may_start(read, r.fence)) return false;
+    if (!port_.start_request(r, gather_)) return false;
+    if (r.kind != OutboundRequest::Kind::kLocal) break;
+    port_.request_sent(r.seq);  // in effect now; nothing to send
+  }
   m.length = r.length;
   m.cookie = make_cookie(CookieKind::kRequest, r.seq);
   switch (r.kind) {
@@ -146,6 +151,8 @@ bool RdmapTransmitter::next_request(Message& m) {
     case OutboundRequest::Kind::kWrite:
       m.header = tagged_header(wire::RdmapOpcode::kRdmaWrite, r.remote_stag, r.remote_offset);
       break;
+    case OutboundRequest::Kind::kLocal:
+      break;  // not reached: handled above
     case OutboundRequest::Kind::kRead: {
       wire::ReadRequest rr;
       rr.sink_stag = r.sink_stag.value();

@@ -30,6 +30,7 @@ void RdmapDriver::apply(const verbs::TxRequests& r) {
   if (r.abandon) engine_.abandon();
   pending_.abandon = pending_.abandon || r.abandon;
   pending_.shutdown = pending_.shutdown || r.shutdown;
+  pending_.sweep = pending_.sweep || r.sweep;
 }
 
 }  // namespace uwarp::runtime

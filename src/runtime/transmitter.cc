@@ -3,6 +3,8 @@
 #include <cerrno>
 #include <cstring>
 
+#include "verbs/revocation.h"
+
 namespace uwarp::runtime {
 
 std::size_t max_ulpdu_for_mss(std::size_t mss) {
@@ -52,6 +54,10 @@ void Transmitter::collect(verbs::QueuePair& qp, RdmapDriver& rdmap) {
     qp_failed_ = true;  // the stream closes once its Terminate (if any) is sent
   }
   if (r.shutdown) shutdown_requested_ = true;
+  if (r.sweep) {
+    // Revocation visits every QP under its own lock: not from here, where this one's is held.
+    engine_.post([&device = qp.device(), qp_num = qp.qp_num()] { verbs::sweep_invalidations(device, qp_num); });
+  }
 }
 
 void Transmitter::fill_and_send(verbs::QueuePair& qp, RdmapDriver& rdmap) {

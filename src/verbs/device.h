@@ -1,4 +1,5 @@
-// The software RNIC's device-wide state: limits, the STag table, its queue pairs, object
+// The software RNIC's device-wide state: limits, the STag table and its slots (windows, fast
+// regions), its queue pairs, object
 // numbering, and the sink for asynchronous events. Thread: thread-safe.
 #pragma once
 
@@ -8,6 +9,7 @@
 
 #include "uwarp/types.h"
 #include "verbs/qp_registry.h"
+#include "verbs/stag_slot.h"
 #include "verbs/stag_table.h"
 
 namespace uwarp::verbs {
@@ -22,6 +24,7 @@ class Device {
  public:
   const DeviceLimits& limits() const { return limits_; }
   StagTable& stags() { return stags_; }
+  StagSlotRegistry& slots() { return slots_; }
   QpRegistry& qps() { return qps_; }
   std::uint32_t allocate_qp_num() { return next_qp_num_.fetch_add(1, std::memory_order_relaxed); }
   std::uint32_t allocate_pd_handle() { return next_pd_.fetch_add(1, std::memory_order_relaxed); }
@@ -33,6 +36,7 @@ class Device {
  private:
   DeviceLimits limits_;
   StagTable stags_;
+  StagSlotRegistry slots_;
   QpRegistry qps_;
   std::atomic<std::uint32_t> next_qp_num_{1};
   std::atomic<std::uint32_t> next_pd_{1};

@@ -7,8 +7,9 @@
 namespace uwarp::verbs {
 namespace term = wire::term;
 
-MemoryProtection::MemoryProtection(StagTable& stags, const ProtectionDomain* pd, const void* qp)
-    : stags_(stags), pd_(pd), qp_(qp) {
+MemoryProtection::MemoryProtection(StagTable& stags, const ProtectionDomain* pd, const void* qp,
+                                   StagSlotRegistry* slots)
+    : stags_(stags), pd_(pd), qp_(qp), slots_(slots) {
   scatter_.reserve(16);
 }
 

@@ -19,6 +19,7 @@
 #include "proto/rdmap_engine.h"
 #include "uwarp/types.h"
 #include "verbs/memory_region.h"
+#include "verbs/stag_slot.h"
 #include "verbs/stag_table.h"
 
 namespace uwarp::verbs {
@@ -38,8 +39,9 @@ bool slice(const std::vector<ByteSpan>& spans, std::size_t offset, std::size_t l
 class MemoryProtection {
  public:
   // `qp`: the queue pair whose accesses these are (a type 2 window admits only the QP it is bound
-  // to).
-  MemoryProtection(StagTable& stags, const ProtectionDomain* pd, const void* qp = nullptr);
+  // to); `slots`: the device's windows and fast regions, for local operations.
+  MemoryProtection(StagTable& stags, const ProtectionDomain* pd, const void* qp = nullptr,
+                   StagSlotRegistry* slots = nullptr);
 
   // The local memory of `sges` (zero-length ones left out) appended to `spans`, each region to
   // `keep`; false if an SGE names no region of this PD that allows `needed` over its range.
@@ -70,6 +72,19 @@ class MemoryProtection {
   // A Send with Invalidate: invalidates `stag` if it names a region of this PD; false if not.
   bool invalidate_remote(wire::Stag stag);
 
+  // A local operation of the send queue (WrOpcode kBindWindow, kLocalInvalidate,
+  // kRegisterFastRegion; verbs/local_operation.cc), carried out now. Returns the binding it
+  // invalidated or replaced, whose accesses in progress are to be cut off (revoke_binding), or
+  // null; or the status the request completes with when it broke the rules.
+  struct LocalOperation {
+    WrOpcode opcode = WrOpcode::kLocalInvalidate;
+    std::uint32_t stag = 0;  // bind, register: the new STag; invalidate: the STag
+    Sge range;               // bind: the window in a region; register: the memory
+    std::uint64_t iova = 0;  // register: the Tagged Offset of range.addr
+    std::uint32_t access = 0;
+  };
+  Expected<MemoryRegionRef, WcStatus> run_local(const LocalOperation& op);
+
  private:
   // The region `stag` names, reusing `last` while it names the same STag and stays valid. Null
   // if none.
@@ -83,6 +98,7 @@ class MemoryProtection {
   StagTable& stags_;
   const ProtectionDomain* const pd_;
   const void* const qp_;
+  StagSlotRegistry* const slots_;
   MemoryRegionRef write_mr_;  // the region the last inbound Write resolved
   MemoryRegionRef local_mr_;  // the region the last local SGE resolved
   std::vector<ByteSpan> scatter_;

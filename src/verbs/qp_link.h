@@ -21,6 +21,9 @@ struct TxRequests {
   // must not read their memory (drop what is queued, keep FPDU alignment) before it sends again.
   bool abandon = false;
   bool shutdown = false;  // close the stream once the bytes queued are sent
+  // Local operations took bindings away (QueuePair::take_sweeps): the progress thread is to cut
+  // off every access through them, with no QP lock held (verbs::sweep_invalidations).
+  bool sweep = false;
 };
 
 // The runtime's side of an attached stream. The QP calls it with its own lock held

@@ -30,6 +30,12 @@ class QpRegistry {
     MutexLock lock(mu_);
     for (QueuePair* qp : qps_) f(*qp);
   }
+  // Runs f(qps) with the registry locked (no listed QP is destroyed meanwhile).
+  template <typename F>
+  void with_all(F&& f) EXCLUDES(mu_) {
+    MutexLock lock(mu_);
+    f(static_cast<const std::vector<QueuePair*>&>(qps_));
+  }
 
  private:
   Mutex mu_;

@@ -16,7 +16,7 @@ QueuePair::QueuePair(Device& device, const QpConfig& config)
                   : std::make_unique<ReceiveQueue>(config.pd, config.caps.max_recv_wr,
                                                    config.caps.max_recv_sge)),
       rq_(config.srq != nullptr ? config.srq : own_rq_.get()),
-      protection_(device.stags(), config.pd, this),
+      protection_(device.stags(), config.pd, this, &device.slots()),
       sq_(config.caps, device.limits(), config.signal_all, protection_, reporter_),
       receive_(*rq_, config.srq, protection_, reporter_) {
   if (config_.pd != nullptr) config_.pd->users.fetch_add(1);
@@ -34,6 +34,16 @@ void QueuePair::revoke(ConstByteSpan memory) {
   // (a Send's later segments, a Read's sink); the stream checks its engine and its batch.
   const bool in_use = receive_.places_into(memory) || sq_.uses(memory);
   if (link_ != nullptr) link_->revoke(*this, memory, in_use);
+}
+
+std::vector<QueuePair::Sweep> QueuePair::take_sweeps() {
+  MutexLock lock(mu_);
+  return std::exchange(sweeps_, {});
+}
+
+void QueuePair::swept(const std::vector<Sweep>& done) {
+  MutexLock lock(mu_);
+  for (const Sweep& s : done) sq_.swept(s.first);
 }
 
 QpState QueuePair::state() const {
@@ -119,6 +129,7 @@ Status QueuePair::post_send_locked(const SendWr& wr, bool& kick) {
     // Posting to a QP in error completes the request at once with a flush error.
     sq_.flush_last();
   } else if (link_ != nullptr && state_ == QpState::kRts) {
+    run_ready_local_locked();
     kick = true;
   }
   return s;

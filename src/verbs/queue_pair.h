@@ -64,6 +64,13 @@ class QueuePair final : private proto::RdmapPort {
   // The application deregisters the region `memory` (verbs/revocation.h): once this returns, no
   // access of this QP reaches it; one in progress fails the QP with a Terminate.
   void revoke(ConstByteSpan memory);
+  // The bindings this QP's local operations took away since the last call, each with its
+  // request's seq (TxRequests::sweep); and, once every access through them is cut off, the
+  // completion of those requests (verbs::sweep_invalidations).
+  using Sweep = std::pair<std::uint64_t, MemoryRegionRef>;
+  std::vector<Sweep> take_sweeps();
+  void swept(const std::vector<Sweep>& done);
+  Device& device() const { return device_; }
 
   // Stream binding, driven by the runtime (runtime::RdmapDriver, which owns the connection's
   // engine). After each call into the QP or its port, the driver collects what the QP asks of
@@ -83,7 +90,7 @@ class QueuePair final : private proto::RdmapPort {
     return state_ != QpState::kError && state_ != QpState::kReset;
   }
   bool has_tx_requests_locked() const REQUIRES(mu_) {
-    return tx_requests_.abandon || tx_requests_.shutdown;
+    return tx_requests_.abandon || tx_requests_.shutdown || tx_requests_.sweep;
   }
   TxRequests take_tx_requests_locked() REQUIRES(mu_) {
     return std::exchange(tx_requests_, TxRequests{});
@@ -134,6 +141,12 @@ class QueuePair final : private proto::RdmapPort {
   Status post_send_locked(const SendWr& wr, bool& kick) REQUIRES(mu_);
   // The stream is to close once its queued bytes are sent.
   void request_shutdown() REQUIRES(mu_) { tx_requests_.shutdown = true; }
+  // Local operations at the head of the send queue take effect now (SendQueue::next_local_ready).
+  void run_ready_local_locked() REQUIRES(mu_);
+  // A local operation took `revoked` away: the stream sweeps it on the progress thread.
+  void sweep_later_locked(std::uint64_t seq, MemoryRegionRef revoked) REQUIRES(mu_);
+  // A request failed to start (its memory, or the binding rules): the QP enters ERROR.
+  void request_failed_locked(bool local) REQUIRES(mu_);
   // Errors.
   void enter_error(std::optional<WcStatus> first_status, std::uint32_t vendor_err) REQUIRES(mu_);
 
@@ -148,6 +161,7 @@ class QueuePair final : private proto::RdmapPort {
   // The connection: its link to the runtime (while bound).
   QpLink* link_ GUARDED_BY(mu_) = nullptr;
   TxRequests tx_requests_ GUARDED_BY(mu_);     // not yet collected by the stream
+  std::vector<Sweep> sweeps_ GUARDED_BY(mu_);  // not yet taken by take_sweeps()
   bool rtr_received_ GUARDED_BY(mu_) = false;  // not yet collected by the stream
   std::uint16_t ird_ GUARDED_BY(mu_) = 0;
   std::uint16_t ord_ GUARDED_BY(mu_) = 0;

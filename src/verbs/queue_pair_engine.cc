@@ -7,12 +7,39 @@
 namespace uwarp::verbs {
 
 bool QueuePair::start_request(proto::OutboundRequest& r, std::vector<ConstByteSpan>& payload) {
-  if (sq_.start(r, payload)) return true;
-  // A local protection error fails this request and, as the verbs require, the QP.
-  enter_error(std::nullopt, 0);
-  reporter_.event(AsyncEventType::kQpFatal, "local protection error on a send work request");
-  request_shutdown();
+  MemoryRegionRef revoked;
+  if (sq_.start(r, payload, revoked)) {
+    if (revoked) sweep_later_locked(r.seq, std::move(revoked));
+    return true;
+  }
+  request_failed_locked(r.kind == proto::OutboundRequest::Kind::kLocal);
   return false;
+}
+
+void QueuePair::run_ready_local_locked() {
+  while (sq_.next_local_ready()) {
+    std::uint64_t seq = 0;
+    MemoryRegionRef revoked;
+    if (!sq_.start_next_local(seq, revoked)) {
+      request_failed_locked(/*local=*/true);
+      return;
+    }
+    if (revoked) sweep_later_locked(seq, std::move(revoked));
+    sq_.sent(seq);  // nothing goes on the wire
+  }
+}
+
+void QueuePair::sweep_later_locked(std::uint64_t seq, MemoryRegionRef revoked) {
+  sweeps_.emplace_back(seq, std::move(revoked));
+  tx_requests_.sweep = true;
+}
+
+void QueuePair::request_failed_locked(bool local) {
+  // A local protection or bind error fails this request and, as the verbs require, the QP.
+  enter_error(std::nullopt, 0);
+  reporter_.event(AsyncEventType::kQpFatal, local ? "a local operation broke the memory binding rules"
+                                                  : "local protection error on a send work request");
+  request_shutdown();
 }
 
 void QueuePair::terminate_received(const wire::TerminateMessage& m) {

@@ -1,5 +1,8 @@
 #include "verbs/revocation.h"
 
+#include <algorithm>
+#include <vector>
+
 #include "verbs/queue_pair.h"
 #include "verbs/stag_slot.h"
 
@@ -7,11 +10,15 @@ namespace uwarp::verbs {
 
 namespace {
 
-void revoke_memory(Device& device, const MemoryRegion& mr) {
+void revoke_memory(const std::vector<QueuePair*>& qps, const MemoryRegion& mr) {
   const ConstByteSpan memory(mr.addr, mr.length);
-  device.qps().for_each([&](QueuePair& qp) {
-    if (qp.config().pd == mr.pd) qp.revoke(memory);
-  });
+  for (QueuePair* qp : qps) {
+    if (qp->config().pd == mr.pd) qp->revoke(memory);
+  }
+}
+
+void revoke_memory(Device& device, const MemoryRegion& mr) {
+  device.qps().with_all([&](const std::vector<QueuePair*>& qps) { revoke_memory(qps, mr); });
 }
 
 }  // namespace
@@ -31,5 +38,15 @@ Status deregister_region(Device& device, const MemoryRegionRef& mr, bool force) 
 }
 
 void revoke_binding(Device& device, const MemoryRegionRef& binding) { revoke_memory(device, *binding); }
+
+void sweep_invalidations(Device& device, std::uint32_t qp_num) {
+  device.qps().with_all([&](const std::vector<QueuePair*>& qps) {
+    auto target = std::find_if(qps.begin(), qps.end(), [&](QueuePair* q) { return q->qp_num() == qp_num; });
+    if (target == qps.end()) return;  // destroyed meanwhile: its requests went with it
+    const std::vector<QueuePair::Sweep> sweeps = (*target)->take_sweeps();
+    for (const QueuePair::Sweep& s : sweeps) revoke_memory(qps, *s.second);
+    (*target)->swept(sweeps);
+  });
+}
 
 }  // namespace uwarp::verbs

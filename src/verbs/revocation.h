@@ -28,5 +28,8 @@ Status deregister_region(Device& device, const MemoryRegionRef& mr, bool force =
 // Revokes a binding that was invalidated (verbs/stag_slot.h): no QP of its PD accesses its memory
 // through it any more once this returns.
 void revoke_binding(Device& device, const MemoryRegionRef& binding);
+// Revokes the bindings QP `qp_num`'s local operations took away (QueuePair::take_sweeps), then
+// completes those operations. The progress thread, no QP lock held (TxRequests::sweep).
+void sweep_invalidations(Device& device, std::uint32_t qp_num);
 
 }  // namespace uwarp::verbs

@@ -11,8 +11,16 @@ proto::OutboundRequest::Kind kind_of(WrOpcode opcode) {
     case WrOpcode::kSendWithInvalidate: return proto::OutboundRequest::Kind::kSendInvalidate;
     case WrOpcode::kRdmaWrite: return proto::OutboundRequest::Kind::kWrite;
     case WrOpcode::kRdmaRead: return proto::OutboundRequest::Kind::kRead;
+    case WrOpcode::kBindWindow:
+    case WrOpcode::kLocalInvalidate:
+    case WrOpcode::kRegisterFastRegion: return proto::OutboundRequest::Kind::kLocal;
   }
   return proto::OutboundRequest::Kind::kSend;
+}
+
+bool is_local(WrOpcode opcode) {
+  return opcode == WrOpcode::kBindWindow || opcode == WrOpcode::kLocalInvalidate ||
+         opcode == WrOpcode::kRegisterFastRegion;
 }
 
 }  // namespace
@@ -27,7 +35,11 @@ SendQueue::SendQueue(const QpCaps& caps, const DeviceLimits& limits, bool signal
       reporter_(reporter) {}
 
 Status SendQueue::post(const SendWr& wr, bool reads_allowed) {
-  const bool is_inline = (wr.flags & send_flags::kInline) != 0 && wr.opcode != WrOpcode::kRdmaRead;
+  const bool local = is_local(wr.opcode);
+  if (local && wr.opcode != WrOpcode::kLocalInvalidate && wr.sg_list.size() != 1) {
+    return Status(Errc::kInvalidArgument, "a bind or fast registration names its memory in one SGE");
+  }
+  const bool is_inline = (wr.flags & send_flags::kInline) != 0 && wr.opcode != WrOpcode::kRdmaRead && !local;
   if (!is_inline && wr.sg_list.size() > max_sge_) {
     return Status(Errc::kInvalidArgument, "work request has more SGEs than max_send_sge");
   }
@@ -37,7 +49,7 @@ Status SendQueue::post(const SendWr& wr, bool reads_allowed) {
   }
   std::uint64_t length = 0;
   for (const Sge& s : wr.sg_list) length += s.length;
-  if (length > limits_.max_msg_size) return Status(Errc::kInvalidArgument, "message too long");
+  if (length > limits_.max_msg_size && !local) return Status(Errc::kInvalidArgument, "message too long");
   if (is_inline && length > limits_.max_inline_data) {
     return Status(Errc::kInvalidArgument, "inline data longer than the device maximum");
   }
@@ -49,6 +61,7 @@ Status SendQueue::post(const SendWr& wr, bool reads_allowed) {
   e.remote_addr = wr.remote_addr;
   e.rkey = wr.rkey;
   e.invalidate_rkey = wr.invalidate_rkey;
+  e.access = wr.access;
   e.signaled = signal_all_ || (wr.flags & send_flags::kSignaled) != 0;
   e.length = static_cast<std::uint32_t>(length);
   if (is_inline) {
@@ -82,8 +95,48 @@ bool SendQueue::peek(proto::OutboundRequest& next) const {
   return true;
 }
 
-bool SendQueue::start(proto::OutboundRequest& r, std::vector<ConstByteSpan>& payload) {
+bool SendQueue::start_local(Entry& e, MemoryRegionRef& revoked) {
+  MemoryProtection::LocalOperation op;
+  op.opcode = e.opcode;
+  op.stag = e.opcode == WrOpcode::kLocalInvalidate ? e.invalidate_rkey : e.rkey;
+  if (!e.sges.empty()) op.range = e.sges.front();
+  op.iova = e.remote_addr;
+  op.access = e.access;
+  ++next_;
+  auto done = protection_.run_local(op);
+  if (!done) {
+    e.phase = Phase::kDone;
+    e.status = done.error();
+    return false;
+  }
+  // Complete once the engine reports it sent (at once: nothing goes on the wire), or, when it
+  // took a binding away, once every access through it has been cut off (swept()).
+  e.phase = Phase::kInFlight;
+  e.awaiting_sweep = *done != nullptr;
+  revoked = std::move(*done);
+  return true;
+}
+
+bool SendQueue::next_local_ready() const {
+  if (next_ >= sq_.size() || !is_local(sq_[next_].opcode)) return false;
+  if ((sq_[next_].flags & send_flags::kFence) == 0) return true;
+  for (std::size_t i = 0; i < next_; ++i) {
+    if (sq_[i].opcode == WrOpcode::kRdmaRead && sq_[i].phase != Phase::kDone) return false;
+  }
+  return true;
+}
+
+bool SendQueue::start_next_local(std::uint64_t& seq, MemoryRegionRef& revoked) {
   Entry& e = sq_[next_];
+  seq = e.seq;
+  return start_local(e, revoked);
+}
+
+bool SendQueue::start(proto::OutboundRequest& r, std::vector<ConstByteSpan>& payload,
+                      MemoryRegionRef& revoked) {
+  Entry& e = sq_[next_];
+  r.length = 0;
+  if (is_local(e.opcode)) return start_local(e, revoked);
   if (!e.inline_data.empty()) {
     payload.push_back(ConstByteSpan(e.inline_data));
   } else {
@@ -115,6 +168,7 @@ bool SendQueue::start(proto::OutboundRequest& r, std::vector<ConstByteSpan>& pay
 void SendQueue::sent(std::uint64_t seq) {
   Entry* e = find(seq);
   if (e == nullptr || e->phase != Phase::kInFlight) return;  // flushed (or answered) meanwhile
+  if (e->awaiting_sweep) return;
   if (e->opcode == WrOpcode::kRdmaRead) {
     e->phase = Phase::kAwaitingResponse;
     return;
@@ -135,6 +189,12 @@ const std::vector<ByteSpan>* SendQueue::read_sink(std::uint64_t seq) {
   return e == nullptr ? nullptr : &e->spans;
 }
 
+void SendQueue::swept(std::uint64_t seq) {
+  Entry* e = find(seq);
+  if (e == nullptr || e->phase != Phase::kInFlight || !e->awaiting_sweep) return;
+  succeed(*e);
+}
+
 void SendQueue::read_complete(std::uint64_t seq) {
   Entry* e = find(seq);
   if (e != nullptr) succeed(*e);
@@ -145,6 +205,9 @@ void SendQueue::flush(std::optional<WcStatus> first_status, std::uint32_t vendor
   for (std::size_t i = 0; i < sq_.size(); ++i) {
     Entry& e = sq_[i];
     if (e.phase == Phase::kDone) continue;
+    // A local operation that took a binding away has taken effect; it completes once the
+    // binding's accesses are cut off (swept()), and what follows it waits for it.
+    if (e.awaiting_sweep) continue;
     // A Send or Write already handed to TCP (in flight) counts as sent unless the first error
     // belongs to it; everything else is flushed.
     if (first && first_status &&
@@ -207,6 +270,15 @@ void SendQueue::push_completion(const Entry& e) {
     case WrOpcode::kRdmaRead:
       wc.opcode = WcOpcode::kRdmaRead;
       wc.byte_len = e.length;
+      break;
+    case WrOpcode::kBindWindow:
+      wc.opcode = WcOpcode::kBindWindow;
+      break;
+    case WrOpcode::kLocalInvalidate:
+      wc.opcode = WcOpcode::kLocalInvalidate;
+      break;
+    case WrOpcode::kRegisterFastRegion:
+      wc.opcode = WcOpcode::kRegisterFastRegion;
       break;
   }
   reporter_.send_completion(wc);

@@ -42,9 +42,17 @@ class SendQueue {
   // The oldest request not yet started, as the engine orders it (seq, kind, fence); false if none.
   bool peek(proto::OutboundRequest& next) const;
   // Starts that request: resolves its local memory, appends a Send's or Write's bytes to
-  // `payload` and fills in the rest of `r`. False if its memory failed the protection check: it
-  // is then complete with a local protection error, and the QP is to enter ERROR.
-  bool start(proto::OutboundRequest& r, std::vector<ConstByteSpan>& payload);
+  // `payload` and fills in the rest of `r`; a local operation is carried out now, and the
+  // binding it took away (if any) is put in `revoked`. False if its memory failed the protection
+  // check or the operation broke the binding rules: it is then complete with that error, and the
+  // QP is to enter ERROR.
+  bool start(proto::OutboundRequest& r, std::vector<ConstByteSpan>& payload, MemoryRegionRef& revoked);
+  // The next request to start is a local operation that may take effect now (not fenced behind
+  // an RDMA Read still outstanding): QueuePair::run_ready_local_locked starts it at once instead
+  // of waiting for the engine, which may be held by bytes waiting for the peer's window.
+  bool next_local_ready() const;
+  // Starts it as start() does; `seq` names it.
+  bool start_next_local(std::uint64_t& seq, MemoryRegionRef& revoked);
   // Request `seq` has been handed to TCP completely: a Send or Write completes, a Read awaits
   // its response. Ignored if it was flushed meanwhile.
   void sent(std::uint64_t seq);
@@ -55,6 +63,8 @@ class SendQueue {
   bool uses(ConstByteSpan memory) const;
   // Read `seq` has its whole response.
   void read_complete(std::uint64_t seq);
+  // Every access through the binding local operation `seq` took away has been cut off.
+  void swept(std::uint64_t seq);
 
   // The QP entered ERROR: every request not complete completes as flushed, except that when
   // `first_status` is given, the oldest of them takes it (and the peer's `vendor_err`) if it has
@@ -74,7 +84,9 @@ class SendQueue {
     std::uint64_t remote_addr = 0;
     std::uint32_t rkey = 0;
     std::uint32_t invalidate_rkey = 0;
+    std::uint32_t access = 0;
     std::uint32_t length = 0;
+    bool awaiting_sweep = false;  // a local operation that took a binding away
     Phase phase = Phase::kQueued;
     WcStatus status = WcStatus::kSuccess;
     std::uint32_t vendor_err = 0;  // the peer's Terminate control word, for the WR it failed
@@ -96,6 +108,7 @@ class SendQueue {
   };
 
   Entry* find(std::uint64_t seq);
+  bool start_local(Entry& e, MemoryRegionRef& revoked);
   // `e` has succeeded: it lets go of its memory, and what is complete at the front is reported.
   void succeed(Entry& e);
   // Reports the completions at the front, in posting order (unsignaled successes silently).

@@ -28,6 +28,18 @@ Status check_window_rights(const MemoryRegion& region, std::uint32_t access) {
   return Status::ok();
 }
 
+void StagSlotRegistry::add(const std::shared_ptr<StagSlot>& slot) {
+  MutexLock lock(mu_);
+  std::erase_if(by_index_, [](const auto& entry) { return entry.second.expired(); });
+  by_index_[slot->stag() >> 8] = slot;
+}
+
+std::shared_ptr<StagSlot> StagSlotRegistry::find(std::uint32_t stag) const {
+  MutexLock lock(mu_);
+  auto it = by_index_.find(stag >> 8);
+  return it == by_index_.end() ? nullptr : it->second.lock();
+}
+
 Result<std::shared_ptr<StagSlot>> StagSlot::allocate(StagTable& table, const ProtectionDomain* pd,
                                                      StagKind kind) {
   if (kind == StagKind::kRegion) return error(Errc::kInvalidArgument, "a registered region has no slot");
@@ -52,6 +64,12 @@ MemoryRegionRef StagSlot::binding() const {
   return binding_ && binding_->valid.load(std::memory_order_acquire) ? binding_ : nullptr;
 }
 
+std::uint32_t StagSlot::next_type1_stag() {
+  MutexLock lock(mu_);
+  posted_stag_ = (posted_stag_ & ~0xFFu) | ((posted_stag_ + 1) & 0xFFu);
+  return posted_stag_;
+}
+
 Status StagSlot::check_rebind_locked(std::uint32_t new_stag) const {
   if ((new_stag >> 8) != (stag_ >> 8)) {
     return Status(Errc::kInvalidArgument, "the new STag does not keep the index of the window or region");
@@ -72,11 +90,11 @@ Status StagSlot::publish_locked(const MemoryRegionRef& binding) {
 Result<MemoryRegionRef> StagSlot::bind_window(const WindowBind& b) {
   if (!is_window(kind_)) return error(Errc::kInvalidArgument, "not a memory window");
   MutexLock lock(mu_);
-  std::uint32_t new_stag = b.new_stag;
+  const std::uint32_t new_stag = b.new_stag;
   if (kind_ == StagKind::kWindow2) {
     if (Status s = check_rebind_locked(new_stag); !s) return Unexpected{std::move(s)};
-  } else {
-    new_stag = (stag_ & ~0xFFu) | ((stag_ + 1) & 0xFFu);  // type 1: the key advances
+  } else if ((new_stag >> 8) != (stag_ >> 8)) {
+    return error(Errc::kInvalidArgument, "the new STag does not keep the index of the window");
   }
   MemoryRegionRef replaced = binding_ && binding_->valid.load(std::memory_order_acquire) ? binding_ : nullptr;
   if (kind_ == StagKind::kWindow1 && b.length == 0) {  // unbind

@@ -108,7 +108,37 @@ class RevocationTest : public ::testing::TestWithParam<bool> {
     return d.payload_bytes;
   }
 
-  void write_stalled_before(std::size_t rest);
+  // Binds a type 2 window over all of `region` (registered in mr_) on qp_, with `rights`, and
+  // waits for the bind; its STag.
+  std::uint32_t bind_window_over(Mapping& region, std::uint32_t rights) {
+    window_.emplace(pd_->alloc_mw(WindowType::kType2).value());
+    Sge range{reinterpret_cast<std::uintptr_t>(region.data()), static_cast<std::uint32_t>(region.size()),
+              mr_->lkey()};
+    SendWr wr;
+    wr.opcode = WrOpcode::kBindWindow;
+    wr.sg_list = {&range, 1};
+    wr.rkey = window_->rkey_with_key(0x77);
+    wr.access = rights;
+    EXPECT_TRUE(qp_->post_send(wr));
+    auto wc = wait_wc(*cq_);
+    EXPECT_TRUE(wc && wc->status == WcStatus::kSuccess);
+    return wr.rkey;
+  }
+  // Invalidates the window (a local invalidation), takes its completion and makes the memory
+  // inaccessible at once.
+  void invalidate_and_poison(Mapping& m) {
+    SendWr wr;
+    wr.opcode = WrOpcode::kLocalInvalidate;
+    wr.invalidate_rkey = window_->rkey();
+    ASSERT_TRUE(qp_->post_send(wr));
+    auto wc = wait_wc(*cq_);
+    ASSERT_TRUE(wc);
+    ASSERT_EQ(wc->status, WcStatus::kSuccess) << to_string(wc->status);
+    ASSERT_TRUE(m.poison());
+  }
+
+  enum class Revoke : std::uint8_t { kDeregister, kInvalidateWindow };
+  void write_stalled_before(std::size_t rest, Revoke how = Revoke::kDeregister);
 
   // More than every socket buffer on the path holds.
   static constexpr std::size_t kBeyondBuffers = 32u << 20;
@@ -120,12 +150,14 @@ class RevocationTest : public ::testing::TestWithParam<bool> {
     ASSERT_NO_FATAL_FAILURE(connect_raw(/*rcvbuf=*/4096));
   }
   // The peer asks for a Read of all of `region`; the response waits behind the shut window.
-  void read_behind_shut_window(Mapping& region) {
-    ASSERT_NO_FATAL_FAILURE(connect_shut_window(region, access::kRemoteRead));
+  // through_window: the Read names a type 2 window over the region instead of the region.
+  void read_behind_shut_window(Mapping& region, bool through_window = false) {
+    ASSERT_NO_FATAL_FAILURE(
+        connect_shut_window(region, through_window ? access::kMwBind : access::kRemoteRead));
     wire::ReadRequest rr;
     rr.sink_stag = 0x1234;
     rr.size = static_cast<std::uint32_t>(region.size());
-    rr.source_stag = mr_->rkey();
+    rr.source_stag = through_window ? bind_window_over(region, access::kRemoteRead) : mr_->rkey();
     rr.source_to = reinterpret_cast<std::uintptr_t>(region.data());
     ASSERT_TRUE(raw_.send_fpdu(
         RawPeer::untagged_header(RdmapOpcode::kReadRequest, wire::kQueueReadRequest, 1),
@@ -162,6 +194,7 @@ class RevocationTest : public ::testing::TestWithParam<bool> {
   std::optional<CompletionQueue> cq_;
   std::optional<Listener> listener_;
   std::optional<MemoryRegion> mr_;
+  std::optional<MemoryWindow> window_;
   std::optional<QueuePair> qp_;
   RawPeer raw_;
   Connection conn_;
@@ -171,15 +204,19 @@ class RevocationTest : public ::testing::TestWithParam<bool> {
 // region and its memory goes away; then the rest arrives. Large rests are received straight
 // into the region, small ones through the bounce buffer: neither may land. The peer gets the
 // DDP Terminate for an invalid STag.
-void RevocationTest::write_stalled_before(std::size_t rest) {
+void RevocationTest::write_stalled_before(std::size_t rest, Revoke how) {
   Mapping region(64 * 1024);
   ASSERT_NE(region.data(), nullptr);
-  mr_.emplace(pd_->reg_mr(region.data(), region.size(), access::kLocalWrite | access::kRemoteWrite)
+  mr_.emplace(pd_->reg_mr(region.data(), region.size(),
+                          access::kLocalWrite | access::kRemoteWrite | access::kMwBind)
                   .value());
   ASSERT_NO_FATAL_FAILURE(connect_raw());
+  const std::uint32_t stag = how == Revoke::kInvalidateWindow
+                                 ? bind_window_over(region, access::kRemoteWrite)
+                                 : mr_->rkey();
   constexpr std::size_t kFirst = 1000;
   const std::vector<std::uint8_t> payload = pattern(kFirst + rest, 7);
-  const wire::DdpHeader h = RawPeer::tagged_header(RdmapOpcode::kRdmaWrite, mr_->rkey(),
+  const wire::DdpHeader h = RawPeer::tagged_header(RdmapOpcode::kRdmaWrite, stag,
                                                    reinterpret_cast<std::uintptr_t>(region.data()));
   const std::vector<std::uint8_t> fpdu = RawPeer::build_fpdu(h, payload, raw_.crc());
   const std::size_t head = wire::kMpaLengthFieldSize + h.size() + kFirst;
@@ -190,7 +227,11 @@ void RevocationTest::write_stalled_before(std::size_t rest) {
     ASSERT_LT(std::chrono::steady_clock::now(), deadline) << "the first bytes were not placed";
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
   }
-  ASSERT_NO_FATAL_FAILURE(deregister_and_poison(region));
+  if (how == Revoke::kInvalidateWindow) {
+    ASSERT_NO_FATAL_FAILURE(invalidate_and_poison(region));
+  } else {
+    ASSERT_NO_FATAL_FAILURE(deregister_and_poison(region));
+  }
   ASSERT_TRUE(raw_.send_raw(fpdu.data() + head, fpdu.size() - head));
   expect_terminate(wire::term::kDdpTaggedInvalidStag);
 }
@@ -200,6 +241,11 @@ TEST_P(RevocationTest, WriteStalledBeforeALargeRest) {
 }
 TEST_P(RevocationTest, WriteStalledBeforeASmallRest) {
   write_stalled_before(1000);
+}
+// The same through a type 2 window that the application invalidates: once the invalidation has
+// completed, nothing lands in the window's memory.
+TEST_P(RevocationTest, WriteThroughAWindowStalledBeforeItsInvalidation) {
+  write_stalled_before(60000, Revoke::kInvalidateWindow);
 }
 
 // The peer asks for more than the sockets can hold and reads nothing: the Read Response waits
@@ -213,6 +259,18 @@ TEST_P(RevocationTest, ReadResponseHeldByAZeroWindow) {
   std::memset(region.data(), 0x5A, region.size());
   ASSERT_NO_FATAL_FAILURE(read_behind_shut_window(region));
   ASSERT_NO_FATAL_FAILURE(deregister_and_poison(region));
+  const std::size_t received = expect_terminate(wire::term::kRdmapInvalidStag);
+  EXPECT_LT(received, kBeyondBuffers) << "the whole response went out";
+}
+
+// The same Read through a type 2 window, which the application invalidates while the response
+// waits: once the invalidation has completed, no byte is read from the window's memory.
+TEST_P(RevocationTest, ReadResponseThroughAWindowHeldByAZeroWindow) {
+  Mapping region(kBeyondBuffers);
+  ASSERT_NE(region.data(), nullptr);
+  std::memset(region.data(), 0x5A, region.size());
+  ASSERT_NO_FATAL_FAILURE(read_behind_shut_window(region, /*through_window=*/true));
+  ASSERT_NO_FATAL_FAILURE(invalidate_and_poison(region));
   const std::size_t received = expect_terminate(wire::term::kRdmapInvalidStag);
   EXPECT_LT(received, kBeyondBuffers) << "the whole response went out";
 }

@@ -20,6 +20,7 @@ class RevocationTest : public ::testing::Test {
     w.addr = buf_.addr();
     w.length = length;
     w.access = access::kRemoteRead;
+    w.new_stag = mw_->next_type1_stag();
     return w;
   }
 

@@ -54,9 +54,10 @@ class SendQueueTest : public ::testing::Test {
     proto::OutboundRequest r;
     EXPECT_TRUE(sq_.peek(r));
     payload_.clear();
-    return sq_.start(r, payload_) ? r.seq : 0;
+    return sq_.start(r, payload_, revoked_) ? r.seq : 0;
   }
 
+  MemoryRegionRef revoked_;  // what a local operation took away
   Device device_;
   ProtectionDomain pd_{1};
   CompletionQueue cq_{64, nullptr, nullptr};
@@ -125,7 +126,7 @@ TEST_F(SendQueueTest, StartHandsOverTheRegisteredBytesOrARead_sSink) {
   ASSERT_TRUE(sq_.post(w, true).is_ok());
   proto::OutboundRequest r;
   ASSERT_TRUE(sq_.peek(r));
-  ASSERT_TRUE(sq_.start(r, payload_));
+  ASSERT_TRUE(sq_.start(r, payload_, revoked_));
   ASSERT_EQ(payload_.size(), 2u) << "a zero-length SGE adds nothing";
   EXPECT_EQ(payload_[0].data(), buf_.bytes.data() + 16);
   EXPECT_EQ(payload_[0].size(), 8u);
@@ -150,7 +151,7 @@ TEST_F(SendQueueTest, ARead_sSinkIsAdvertisedAsItsFirstSge) {
   ASSERT_TRUE(sq_.post(wr(1, WrOpcode::kRdmaRead, {buf_.sge(200, 10)}), true).is_ok());
   proto::OutboundRequest r;
   ASSERT_TRUE(sq_.peek(r));
-  ASSERT_TRUE(sq_.start(r, payload_));
+  ASSERT_TRUE(sq_.start(r, payload_, revoked_));
   EXPECT_EQ(r.sink_stag, buf_.stag());
   EXPECT_EQ(r.sink_offset, buf_.to(200));
   EXPECT_EQ(r.length, 10u);
@@ -205,7 +206,7 @@ TEST_F(SendQueueTest, UnsignaledSuccessesCompleteSilentlyUnlessTheQueueSignalsAl
   ASSERT_TRUE(all.post(wr(3, WrOpcode::kSend, {buf_.sge(0, 4)}, 0), true).is_ok());
   proto::OutboundRequest r;
   ASSERT_TRUE(all.peek(r));
-  ASSERT_TRUE(all.start(r, payload_));
+  ASSERT_TRUE(all.start(r, payload_, revoked_));
   all.sent(r.seq);
   EXPECT_EQ(wr_ids(poll_all(cq_)), (std::vector<std::uint64_t>{3}));
 }

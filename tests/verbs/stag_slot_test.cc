@@ -22,8 +22,10 @@ class StagSlotTest : public ::testing::Test {
  protected:
   std::shared_ptr<StagSlot> slot(StagKind kind) { return StagSlot::allocate(stags_, &pd_, kind).value(); }
   StagSlot::WindowBind window(const Buffer& b, std::size_t offset, std::uint64_t length,
-                              std::uint32_t rights = access::kRemoteRead | access::kRemoteWrite) {
+                              std::uint32_t rights = access::kRemoteRead | access::kRemoteWrite,
+                              StagSlot* type1 = nullptr) {
     StagSlot::WindowBind w;
+    if (type1 != nullptr) w.new_stag = type1->next_type1_stag();
     w.region = b.mr;
     w.addr = b.addr(offset);
     w.length = length;
@@ -44,7 +46,7 @@ TEST_F(StagSlotTest, AType1WindowNamesItsPartOfTheRegionAndAdvancesItsKeyOnEachB
   auto mw = slot(StagKind::kWindow1);
   const std::uint32_t unbound = mw->stag();
   EXPECT_EQ(stags_.find(unbound), nullptr) << "an unbound window names nothing";
-  ASSERT_TRUE(mw->bind_window(window(buf_, 100, 200)));
+  ASSERT_TRUE(mw->bind_window(window(buf_, 100, 200, access::kRemoteRead | access::kRemoteWrite, mw.get())));
   const std::uint32_t first = mw->stag();
   EXPECT_EQ(first, with_key(unbound, static_cast<std::uint8_t>(unbound + 1)));
   MemoryRegionRef b = stags_.find(first);
@@ -57,7 +59,7 @@ TEST_F(StagSlotTest, AType1WindowNamesItsPartOfTheRegionAndAdvancesItsKeyOnEachB
   EXPECT_EQ(buf_.mr->windows.load(), 1u);
 
   // Rebinding replaces the binding: the old STag names nothing any more.
-  auto replaced = mw->bind_window(window(buf_, 0, 64));
+  auto replaced = mw->bind_window(window(buf_, 0, 64, access::kRemoteRead | access::kRemoteWrite, mw.get()));
   ASSERT_TRUE(replaced);
   EXPECT_EQ(*replaced, b);
   EXPECT_FALSE(b->valid.load());
@@ -67,7 +69,7 @@ TEST_F(StagSlotTest, AType1WindowNamesItsPartOfTheRegionAndAdvancesItsKeyOnEachB
 
   // Length 0 unbinds; a type 1 window is never invalidated.
   EXPECT_EQ(mw->invalidate(mw->stag()).error().code(), Errc::kInvalidArgument);
-  ASSERT_TRUE(mw->bind_window(window(buf_, 0, 0)));
+  ASSERT_TRUE(mw->bind_window(window(buf_, 0, 0, 0, mw.get())));
   EXPECT_EQ(mw->binding(), nullptr);
   EXPECT_EQ(buf_.mr->windows.load(), 0u);
 }
@@ -105,16 +107,18 @@ TEST_F(StagSlotTest, AType2WindowBindsOnlyWhenFreeWithTheKeyChosenAndServesOnlyI
 
 TEST_F(StagSlotTest, AWindowCarriesOnlyRemoteRightsTheRegionAllows) {
   auto mw = slot(StagKind::kWindow1);
-  EXPECT_FALSE(mw->bind_window(window(buf_, 0, 8, access::kLocalWrite)));
+  auto bind = [&](const Buffer& b, std::size_t offset, std::uint64_t length, std::uint32_t rights) {
+    return mw->bind_window(window(b, offset, length, rights, mw.get()));
+  };
+  EXPECT_FALSE(bind(buf_, 0, 8, access::kLocalWrite));
   Buffer read_only = register_buffer(stags_, &pd_, 64, access::kMwBind);
-  EXPECT_FALSE(mw->bind_window(window(read_only, 0, 8, access::kRemoteWrite)))
-      << "remote write needs a region with local write";
-  EXPECT_TRUE(mw->bind_window(window(read_only, 0, 8, access::kRemoteRead)));
+  EXPECT_FALSE(bind(read_only, 0, 8, access::kRemoteWrite)) << "remote write needs a region with local write";
+  EXPECT_TRUE(bind(read_only, 0, 8, access::kRemoteRead));
   Buffer unbindable = register_buffer(stags_, &pd_, 64, access::kLocalWrite);
-  EXPECT_FALSE(mw->bind_window(window(unbindable, 0, 8, access::kRemoteRead)));
+  EXPECT_FALSE(bind(unbindable, 0, 8, access::kRemoteRead));
   Buffer theirs = register_buffer(stags_, &other_pd_, 64, kBindable);
-  EXPECT_FALSE(mw->bind_window(window(theirs, 0, 8, access::kRemoteRead)));
-  EXPECT_FALSE(mw->bind_window(window(buf_, 4000, 97, access::kRemoteRead))) << "past the end";
+  EXPECT_FALSE(bind(theirs, 0, 8, access::kRemoteRead));
+  EXPECT_FALSE(bind(buf_, 4000, 97, access::kRemoteRead)) << "past the end";
 }
 
 TEST_F(StagSlotTest, AFastRegionRegistersWhenFreeAndIsInvalidatedByItsStag) {
@@ -137,7 +141,7 @@ TEST_F(StagSlotTest, AFastRegionRegistersWhenFreeAndIsInvalidatedByItsStag) {
 
 TEST_F(StagSlotTest, ASlotGivesUpItsBindingAndIndexWhenDestroyed) {
   auto mw = slot(StagKind::kWindow1);
-  ASSERT_TRUE(mw->bind_window(window(buf_, 0, 64)));
+  ASSERT_TRUE(mw->bind_window(window(buf_, 0, 64, access::kRemoteRead, mw.get())));
   const std::uint32_t stag = mw->stag();
   const std::size_t before = stags_.size();
   mw.reset();
