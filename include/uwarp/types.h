@@ -33,6 +33,11 @@ enum class WrOpcode : std::uint8_t {
   kSendWithInvalidate,  // invalidates `invalidate_rkey` at the receiver
   kRdmaWrite,
   kRdmaRead,
+  // RFC 7306 RDMA Write with Immediate Data: the Write, then an Immediate Data message that
+  // consumes a receive at the peer and completes it with `imm_data` (kRecvRdmaWithImm). With no
+  // data, only the Immediate Data message is sent. uwarp has no Send with Immediate: RFC 7306
+  // defines none (docs/immediate-data.md).
+  kRdmaWriteWithImm,
 };
 
 namespace send_flags {
@@ -50,6 +55,9 @@ struct SendWr {
   std::uint64_t remote_addr = 0;  // RDMA Write / Read: the remote tagged offset
   std::uint32_t rkey = 0;         // RDMA Write / Read: the remote STag
   std::uint32_t invalidate_rkey = 0;
+  // kRdmaWriteWithImm: the 32-bit immediate value, sent big-endian as the first four of the
+  // eight bytes of the Immediate Data message (the other four zero).
+  std::uint32_t imm_data = 0;
 };
 
 struct RecvWr {
@@ -74,11 +82,14 @@ enum class WcStatus : std::uint8_t {
 };
 std::string_view to_string(WcStatus s);
 
-enum class WcOpcode : std::uint8_t { kSend, kRdmaWrite, kRdmaRead, kRecv };
+// kRecvRdmaWithImm: a receive consumed by an RFC 7306 Immediate Data message (an RDMA Write
+// with Immediate): byte_len is the length of the RDMA Write that came just before it, 0 if none.
+enum class WcOpcode : std::uint8_t { kSend, kRdmaWrite, kRdmaRead, kRecv, kRecvRdmaWithImm };
 
 namespace wc_flags {
 inline constexpr std::uint32_t kWithInvalidate = 1u << 0;  // recv: invalidated_rkey is valid
 inline constexpr std::uint32_t kSolicited = 1u << 1;       // recv: the Send asked for an event
+inline constexpr std::uint32_t kWithImm = 1u << 2;         // recv: imm_data is valid
 }  // namespace wc_flags
 
 struct WorkCompletion {
@@ -89,6 +100,7 @@ struct WorkCompletion {
   std::uint32_t qp_num = 0;
   std::uint32_t flags = 0;
   std::uint32_t invalidated_rkey = 0;
+  std::uint32_t imm_data = 0;  // with wc_flags::kWithImm: the immediate value (host order)
   std::uint32_t vendor_err = 0;  // the peer's raw Terminate control word, when one was received
 };
 

@@ -74,6 +74,7 @@ class SendQueue {
     std::uint64_t remote_addr = 0;
     std::uint32_t rkey = 0;
     std::uint32_t invalidate_rkey = 0;
+    std::uint32_t imm_data = 0;
     std::uint32_t length = 0;
     Phase phase = Phase::kQueued;
     WcStatus status = WcStatus::kSuccess;
