@@ -18,6 +18,7 @@
 #include "runtime/rdmap_driver.h"
 #include "verbs/device.h"
 #include "verbs/queue_pair.h"
+#include "wire/rdmap_ext.h"
 #include "verbs/revocation.h"
 #include "wire/fpdu.h"
 #include "wire/rdmap.h"
@@ -149,8 +150,10 @@ void run_one(const std::uint8_t* data, std::size_t size) {
         d.tagged_offset = 0x10000u * in.ConsumeIntegralInRange<std::uint32_t>(0, 5) +
                           in.ConsumeIntegral<std::uint16_t>();
         break;
-      case 2:  // Send, with SE and/or Invalidate
-        d.opcode = static_cast<std::uint8_t>(in.ConsumeIntegralInRange<int>(3, 6));
+      case 2: {  // Send, with SE and/or Invalidate; or RFC 7306 Immediate Data (with SE)
+        const int op = in.ConsumeIntegralInRange<int>(3, 8);
+        d.opcode = static_cast<std::uint8_t>(op <= 6 ? op : op + 1);
+        if (op > 6 && in.ConsumeBool()) payload.resize(wire::kImmediateDataSize);
         d.queue = 0;
         d.msn =
             msn[0] + in.ConsumeIntegralInRange<std::uint32_t>(0, 1) - (in.ConsumeBool() ? 1 : 0);
@@ -158,6 +161,7 @@ void run_one(const std::uint8_t* data, std::size_t size) {
         d.ulp_reserved = pick_stag(in, h);
         if (d.last) ++msn[0];
         break;
+      }
       case 3: {  // Read Request
         wire::ReadRequest rr;
         rr.sink_stag = in.ConsumeIntegral<std::uint32_t>();
@@ -215,7 +219,8 @@ void run_one(const std::uint8_t* data, std::size_t size) {
         } else {
           SendWr wr;
           wr.wr_id = static_cast<std::uint64_t>(step);
-          wr.opcode = static_cast<WrOpcode>(in.ConsumeIntegralInRange<int>(0, 3));
+          wr.opcode = static_cast<WrOpcode>(in.ConsumeIntegralInRange<int>(0, 4));
+          wr.imm_data = in.ConsumeIntegral<std::uint32_t>();
           wr.sg_list = {sges.data(), n};
           wr.rkey = in.ConsumeIntegral<std::uint32_t>();
           // Inline copies from the SGE address as a pointer; the harness addresses are not.

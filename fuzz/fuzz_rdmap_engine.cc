@@ -51,7 +51,8 @@ class Port final : public proto::RdmapPort {
   }
   std::optional<wire::TerminateCode> receive_complete(const proto::InboundSend& send) override {
     FUZZ_CHECK(!ended());
-    FUZZ_CHECK(send.length <= kBufferSize);
+    // A Send's length is what was placed; an Immediate Data's, that of the Write before it.
+    if (!wire::is_immediate_data(send.opcode)) FUZZ_CHECK(send.length <= kBufferSize);
     return std::nullopt;
   }
   Expected<proto::ReadSource, wire::TerminateCode> resolve_read_source(
@@ -82,7 +83,7 @@ class Port final : public proto::RdmapPort {
   }
   bool start_request(proto::OutboundRequest& r, std::vector<ConstByteSpan>& payload) override {
     r = posted_[started_++];
-    if (r.kind != proto::OutboundRequest::Kind::kRead && r.length > 0) {
+    if (r.kind != proto::OutboundRequest::Kind::kRead && r.length > 0) {  // kImmediate: 0
       payload.push_back(ConstByteSpan(mem_[2].get(), r.length));
     }
     return true;
@@ -109,7 +110,7 @@ class Port final : public proto::RdmapPort {
   void post(FuzzedDataProvider& in) {
     proto::OutboundRequest r;
     r.seq = posted_.size() + 1;
-    r.kind = static_cast<proto::OutboundRequest::Kind>(in.ConsumeIntegralInRange<int>(0, 3));
+    r.kind = static_cast<proto::OutboundRequest::Kind>(in.ConsumeIntegralInRange<int>(0, 5));
     r.fence = in.ConsumeBool();
     r.solicited = in.ConsumeBool();
     r.length = in.ConsumeIntegralInRange<std::uint32_t>(0, kBufferSize);
@@ -117,6 +118,8 @@ class Port final : public proto::RdmapPort {
     r.remote_offset = wire::TaggedOffset{in.ConsumeIntegral<std::uint64_t>()};
     r.sink_stag = wire::Stag{in.ConsumeIntegralInRange<std::uint32_t>(0x300, 0x302)};
     r.sink_offset = wire::TaggedOffset{in.ConsumeIntegralInRange<std::uint64_t>(0, 2) * kBase};
+    r.immediate = in.ConsumeIntegral<std::uint64_t>();
+    if (r.kind == proto::OutboundRequest::Kind::kImmediate) r.length = 0;
     posted_.push_back(r);
   }
   bool ended() const { return received_; }
@@ -178,17 +181,21 @@ void run_one(const std::uint8_t* data, std::size_t size) {
         wire::DdpHeader d;
         d.tagged = in.ConsumeBool();
         d.last = in.ConsumeBool() || in.ConsumeBool();
-        d.opcode = in.ConsumeIntegralInRange<std::uint8_t>(0, 8);
+        d.opcode = in.ConsumeIntegralInRange<std::uint8_t>(0, 11);  // RFC 5040 and RFC 7306
         d.stag = in.ConsumeBool() ? Port::stag(in.ConsumeIntegralInRange<int>(0, 3))
                                   : in.ConsumeIntegral<std::uint32_t>();
         d.tagged_offset = kBase * in.ConsumeIntegralInRange<std::uint32_t>(0, 2) +
                           in.ConsumeIntegralInRange<std::uint32_t>(0, kBufferSize);
-        d.queue = in.ConsumeIntegralInRange<std::uint32_t>(0, 3);
+        d.queue = in.ConsumeIntegralInRange<std::uint32_t>(0, 4);
         d.msn = d.queue < 3 && in.ConsumeBool() ? msn[d.queue] : in.ConsumeIntegral<std::uint32_t>();
         if (d.queue < 3 && d.last && !d.tagged) ++msn[d.queue];
         d.message_offset = in.ConsumeIntegralInRange<std::uint32_t>(0, 2 * kBufferSize);
         if (in.ConsumeIntegralInRange<int>(0, 7) == 0) d.rdmap_version = 0;
-        auto payload = in.ConsumeBytes<std::uint8_t>(in.ConsumeIntegralInRange<std::size_t>(0, 700));
+        // Immediate Data is exactly eight bytes: often give it that.
+        const bool eight = wire::is_immediate_data(static_cast<wire::RdmapOpcode>(d.opcode)) &&
+                           in.ConsumeBool();
+        auto payload = in.ConsumeBytes<std::uint8_t>(
+            eight ? wire::kImmediateDataSize : in.ConsumeIntegralInRange<std::size_t>(0, 700));
         std::vector<std::uint8_t> ulpdu(d.size() + payload.size());
         wire::encode_ddp_header(d, ulpdu);
         if (!payload.empty()) std::memcpy(ulpdu.data() + d.size(), payload.data(), payload.size());

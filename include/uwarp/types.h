@@ -37,11 +37,16 @@ enum class WrOpcode : std::uint8_t {
   // started; kFence: after earlier RDMA Reads have completed), nothing on the wire:
   kBindWindow,          // binds the window whose STag index `rkey` has, as `rkey`, over
                         // sg_list[0] (address, length, lkey: the region), with `access`
-                        // (MemoryWindow::bind_wr fills these in)
+                        // (MemoryWindow::rkey_with_key; type 1: QueuePair::bind_mw)
   kLocalInvalidate,     // invalidates `invalidate_rkey` (a type 2 window or a fast region)
   kRegisterFastRegion,  // registers the fast region whose index `rkey` has, as `rkey`, over
                         // sg_list[0] (address, length), addressed from `remote_addr`, with
-                        // `access` (FastRegion::register_wr fills these in)
+                        // `access` (FastRegion::rkey_with_key gives the STag)
+  // RFC 7306 RDMA Write with Immediate Data: the Write, then an Immediate Data message that
+  // consumes a receive at the peer and completes it with `imm_data` (kRecvRdmaWithImm). With no
+  // data, only the Immediate Data message is sent. uwarp has no Send with Immediate: RFC 7306
+  // defines none (docs/immediate-data.md).
+  kRdmaWriteWithImm,
 };
 
 namespace send_flags {
@@ -60,6 +65,9 @@ struct SendWr {
   std::uint32_t rkey = 0;         // RDMA Write / Read: the remote STag
   std::uint32_t invalidate_rkey = 0;
   std::uint32_t access = 0;  // kBindWindow, kRegisterFastRegion: the rights granted
+  // kRdmaWriteWithImm: the 32-bit immediate value, sent big-endian as the first four of the
+  // eight bytes of the Immediate Data message (the other four zero).
+  std::uint32_t imm_data = 0;
 };
 
 struct RecvWr {
@@ -85,13 +93,16 @@ enum class WcStatus : std::uint8_t {
 };
 std::string_view to_string(WcStatus s);
 
+// kRecvRdmaWithImm: a receive consumed by an RFC 7306 Immediate Data message (an RDMA Write
+// with Immediate): byte_len is the length of the RDMA Write that came just before it, 0 if none.
 enum class WcOpcode : std::uint8_t {
-  kSend, kRdmaWrite, kRdmaRead, kRecv, kBindWindow, kLocalInvalidate, kRegisterFastRegion
+  kSend, kRdmaWrite, kRdmaRead, kRecv, kRecvRdmaWithImm, kBindWindow, kLocalInvalidate, kRegisterFastRegion
 };
 
 namespace wc_flags {
 inline constexpr std::uint32_t kWithInvalidate = 1u << 0;  // recv: invalidated_rkey is valid
 inline constexpr std::uint32_t kSolicited = 1u << 1;       // recv: the Send asked for an event
+inline constexpr std::uint32_t kWithImm = 1u << 2;         // recv: imm_data is valid
 }  // namespace wc_flags
 
 struct WorkCompletion {
@@ -102,6 +113,7 @@ struct WorkCompletion {
   std::uint32_t qp_num = 0;
   std::uint32_t flags = 0;
   std::uint32_t invalidated_rkey = 0;
+  std::uint32_t imm_data = 0;  // with wc_flags::kWithImm: the immediate value (host order)
   std::uint32_t vendor_err = 0;  // the peer's raw Terminate control word, when one was received
 };
 

@@ -10,6 +10,7 @@
 //
 // Polling: ibv_poll_cq is static inline and calls context->ops.poll_cq, here poll_cq(): one
 // acquire load when the CQ is empty, no lock, no system call.
+#include <arpa/inet.h>
 #include <fcntl.h>
 #include <pthread.h>
 
@@ -67,6 +68,8 @@ ibv_wc_opcode wc_opcode(WcOpcode o) {
       return IBV_WC_LOCAL_INV;
     case WcOpcode::kRegisterFastRegion:  // not posted through libibverbs
       return IBV_WC_SEND;
+    case WcOpcode::kRecvRdmaWithImm:
+      return IBV_WC_RECV_RDMA_WITH_IMM;
   }
   return IBV_WC_SEND;
 }
@@ -81,6 +84,9 @@ void to_ibv(const WorkCompletion& c, ibv_wc& w) {
   if ((c.flags & wc_flags::kWithInvalidate) != 0) {
     w.invalidated_rkey = c.invalidated_rkey;
     w.wc_flags |= IBV_WC_WITH_INV;
+  } else if ((c.flags & wc_flags::kWithImm) != 0) {
+    w.imm_data = htonl(c.imm_data);  // __be32, as the sender's application stored it
+    w.wc_flags |= IBV_WC_WITH_IMM;
   } else {
     w.imm_data = 0;
   }

@@ -14,7 +14,11 @@
 // points at it and the errno value is returned (EINVAL: bad opcode, flags, SGE count, QP state,
 // inline data longer than the device maximum; ENOMEM: queue full); the requests before it are
 // posted. IBV_SEND_INLINE is accepted up to the device maximum whatever max_inline_data the QP
-// was created with. Supported opcodes: SEND, SEND_WITH_INV, RDMA_WRITE, RDMA_READ.
+// was created with. Supported opcodes: SEND, SEND_WITH_INV, RDMA_WRITE, RDMA_READ and
+// RDMA_WRITE_WITH_IMM (RFC 7306: the Write, then an Immediate Data message whose first four bytes
+// are imm_data as the application stored it, network order). SEND_WITH_IMM fails with EINVAL:
+// RFC 7306 defines no Send that carries immediate data (docs/immediate-data.md).
+#include <arpa/inet.h>
 #include <pthread.h>
 
 #include <algorithm>
@@ -87,8 +91,14 @@ int convert_send(const ibv_send_wr& wr, SendWr& w, SgeList& sges) {
       w.remote_addr = wr.wr.rdma.remote_addr;
       w.rkey = wr.wr.rdma.rkey;
       break;
+    case IBV_WR_RDMA_WRITE_WITH_IMM:
+      w.opcode = WrOpcode::kRdmaWriteWithImm;
+      w.remote_addr = wr.wr.rdma.remote_addr;
+      w.rkey = wr.wr.rdma.rkey;
+      w.imm_data = ntohl(wr.imm_data);  // __be32: the core sends it big-endian again
+      break;
     default:
-      return EINVAL;  // immediate data, atomics, memory windows, TSO: not on uwarp
+      return EINVAL;  // Send with immediate, atomics, memory windows, TSO: not on uwarp
   }
   if ((wr.send_flags & ~kSendFlags) != 0) return EINVAL;
   if ((wr.send_flags & IBV_SEND_INLINE) != 0 && opcode == IBV_WR_RDMA_READ) return EINVAL;

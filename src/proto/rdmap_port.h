@@ -19,12 +19,14 @@ namespace uwarp::proto {
 
 // One posted work request, as the engine transmits it.
 struct OutboundRequest {
-  // kLocal: an operation of the port's own (a memory bind or invalidation) that takes effect
-  // when its turn comes and puts nothing on the wire.
-  enum class Kind : std::uint8_t { kSend, kSendInvalidate, kWrite, kRead, kLocal };
+  // kWriteImmediate: RFC 7306's RDMA Write with Immediate Data, an RDMA Write message followed
+  // by an Immediate Data message; kImmediate: the Immediate Data message alone. kLocal: an
+  // operation of the port's own (a memory bind or invalidation) that takes effect when its turn
+  // comes and puts nothing on the wire.
+  enum class Kind : std::uint8_t { kSend, kSendInvalidate, kWrite, kRead, kWriteImmediate, kImmediate, kLocal };
   std::uint64_t seq = 0;  // the port's name for it, increasing in posting order
   Kind kind = Kind::kSend;
-  bool solicited = false;       // Sends: the Solicited Event variant
+  bool solicited = false;       // Sends, Immediate Data: the Solicited Event variant
   bool fence = false;           // waits until every earlier RDMA Read has completed
   std::uint32_t length = 0;     // payload bytes (Reads: bytes to read)
   wire::Stag remote_stag;            // Write: the sink; Read: the source
@@ -32,6 +34,7 @@ struct OutboundRequest {
   wire::Stag invalidate_stag;        // kSendInvalidate
   wire::Stag sink_stag;              // Read: the local sink advertised to the peer
   wire::TaggedOffset sink_offset;
+  std::uint64_t immediate = 0;       // kWriteImmediate, kImmediate: the eight bytes, big-endian
 };
 
 // What the engine needs of the verbs layer. Called from inside the engine's calls, on the

@@ -1,5 +1,7 @@
 #include "proto/rdmap_receiver.h"
 
+#include "wire/rdmap_ext.h"
+
 namespace uwarp::proto {
 
 using wire::RdmapOpcode;
@@ -20,8 +22,10 @@ Placement RdmapReceiver::on_segment_header(const wire::DdpHeader& h, std::size_t
     return Placement::reject(h.tagged ? term::kDdpTaggedBadVersion : term::kDdpUntaggedBadVersion);
   }
   if (h.rdmap_version != wire::kRdmapVersion) return Placement::reject(term::kRdmapBadVersion);
-  // RFC 7306 atomics use queue 3: a valid queue, carrying operations uwarp does not support yet.
-  if (!h.tagged && h.queue == wire::kQueueAtomic && wire::is_rfc7306_opcode(h.opcode)) {
+  // RFC 7306 atomics use queues 3 and 4: valid queues, carrying operations uwarp does not
+  // support yet.
+  if (!h.tagged && (h.queue == wire::kQueueAtomic || h.queue == wire::kQueueAtomicResponse) &&
+      wire::is_rfc7306_opcode(h.opcode)) {
     return Placement::reject(term::kRdmapUnexpectedOpcode);
   }
   if (!h.tagged && h.queue > wire::kQueueTerminate) return Placement::reject(term::kDdpUntaggedInvalidQn);
@@ -45,6 +49,7 @@ Placement RdmapReceiver::on_segment_header(const wire::DdpHeader& h, std::size_t
   }
   switch (h.queue) {
     case wire::kQueueSend:
+      if (wire::is_immediate_data(op)) return on_immediate_header(h, payload_length);
       if (!wire::is_send_opcode(op)) return Placement::reject(term::kRdmapUnexpectedOpcode);
       return on_send_header(h, payload_length);
     case wire::kQueueReadRequest:
@@ -103,6 +108,20 @@ Placement RdmapReceiver::on_send_header(const wire::DdpHeader& h, std::size_t pa
   return Placement::into(*r);
 }
 
+// RFC 7306: an Immediate Data message is one untagged message of exactly eight bytes on queue
+// 0, in the Send queue's MSN sequence; it consumes the next receive (no buffer: DDP / untagged
+// / 0x02, as a Send). It cannot come between the segments of a Send.
+Placement RdmapReceiver::on_immediate_header(const wire::DdpHeader& h, std::size_t payload_length) {
+  Placement checked = on_queue_message_header(h, payload_length, wire::kQueueSend,
+                                              wire::kImmediateDataSize);
+  if (checked.kind == Placement::Kind::kReject) return checked;
+  if (send_in_progress_) return Placement::reject(term::kRdmapUnexpectedOpcode);
+  auto r = delegate_.resolve_receive(wire::Msn{h.msn}, wire::MessageOffset{0}, 0, true);
+  if (!r) return Placement::reject(r.error());
+  segment_ = Segment::kImmediate;
+  return checked;
+}
+
 Placement RdmapReceiver::on_queue_message_header(const wire::DdpHeader& h, std::size_t payload_length,
                                                  std::uint32_t queue, std::size_t exact_length) {
   if (wire::Msn{h.msn} != expected_msn_[queue]) {
@@ -120,10 +139,22 @@ Placement RdmapReceiver::on_queue_message_header(const wire::DdpHeader& h, std::
 }
 
 std::optional<wire::TerminateCode> RdmapReceiver::on_segment_end(ConstByteSpan buffered) {
+  if (segment_ == Segment::kWrite) {
+    write_bytes_ += static_cast<std::uint32_t>(payload_length_);
+    if (header_.last) {
+      last_write_length_ = write_bytes_;
+      write_bytes_ = 0;
+    }
+    return std::nullopt;
+  }
+  const std::uint32_t write_before = last_write_length_;
+  if (segment_ != Segment::kIgnore && segment_ != Segment::kReadResponse) last_write_length_ = 0;
   switch (segment_) {
     case Segment::kIgnore:
     case Segment::kWrite:
       return std::nullopt;
+    case Segment::kImmediate:
+      return end_immediate(buffered, write_before);
     case Segment::kReadResponse:
       if (header_.last) return delegate_.read_response_complete();
       return std::nullopt;
@@ -154,6 +185,19 @@ std::optional<wire::TerminateCode> RdmapReceiver::end_send_segment() {
   send_in_progress_ = false;
   send_placed_ = wire::MessageOffset{0};
   ++expected_msn_[wire::kQueueSend];
+  return delegate_.receive_complete(s);
+}
+
+std::optional<wire::TerminateCode> RdmapReceiver::end_immediate(ConstByteSpan buffered,
+                                                                std::uint32_t write_length) {
+  ++expected_msn_[wire::kQueueSend];
+  auto imm = wire::decode_immediate_data(buffered);
+  if (!imm) return term::kRdmapUnspecified;  // length was checked in the header; defensive
+  InboundSend s;
+  s.msn = wire::Msn{header_.msn};
+  s.length = write_length;
+  s.opcode = static_cast<RdmapOpcode>(header_.opcode);
+  s.immediate = imm->data;
   return delegate_.receive_complete(s);
 }
 

@@ -21,12 +21,15 @@ namespace uwarp::proto {
 using Scatter = std::span<const ByteSpan>;
 using ScatterResult = Expected<Scatter, wire::TerminateCode>;
 
-// A completed inbound Send, for the receive completion.
+// A completed inbound Send or RFC 7306 Immediate Data message, for the receive completion.
 struct InboundSend {
   wire::Msn msn;
+  // Send: the bytes placed. Immediate Data: the length of the RDMA Write message that came
+  // just before it on the stream (an RDMA Write with Immediate), 0 if another came between.
   std::uint32_t length = 0;
   wire::RdmapOpcode opcode = wire::RdmapOpcode::kSend;
   wire::Stag invalidate_stag;  // valid for the "with Invalidate" opcodes
+  std::uint64_t immediate = 0;  // the Immediate Data opcodes: its eight bytes, big-endian
 };
 
 class RxDelegate {
@@ -42,7 +45,8 @@ class RxDelegate {
   // The last segment of a Read Response was placed: the oldest outstanding Read is complete.
   virtual std::optional<wire::TerminateCode> read_response_complete() = 0;
   // An untagged Send segment at message offset `mo` of message `msn`: where it goes in the
-  // receive buffer that message consumes (the first segment of a message claims one).
+  // receive buffer that message consumes (the first segment of a message claims one). An
+  // Immediate Data message claims one too (length 0: its eight bytes go to the completion).
   virtual ScatterResult resolve_receive(wire::Msn msn, wire::MessageOffset mo, std::size_t length,
                                         bool first_segment) = 0;
   virtual std::optional<wire::TerminateCode> receive_complete(const InboundSend& send) = 0;
@@ -78,11 +82,14 @@ class RdmapReceiver final : public FpduSink {
  private:
   Placement on_rtr_header(const wire::DdpHeader& h, std::size_t payload_length);
   Placement on_send_header(const wire::DdpHeader& h, std::size_t payload_length);
+  Placement on_immediate_header(const wire::DdpHeader& h, std::size_t payload_length);
   Placement on_queue_message_header(const wire::DdpHeader& h, std::size_t payload_length,
                                     std::uint32_t queue, std::size_t exact_length);
   Placement from(const ScatterResult& r);
   // on_segment_end, by what the segment was.
   std::optional<wire::TerminateCode> end_send_segment();
+  std::optional<wire::TerminateCode> end_immediate(ConstByteSpan buffered,
+                                                   std::uint32_t write_length);
   void end_rtr();
   std::optional<wire::TerminateCode> end_rtr_read(ConstByteSpan buffered);
   std::optional<wire::TerminateCode> end_read_request(ConstByteSpan buffered);
@@ -101,10 +108,14 @@ class RdmapReceiver final : public FpduSink {
   // carries).
   bool send_in_progress_ = false;
   wire::MessageOffset send_placed_;
+  // RDMA Write with Immediate (RFC 7306): the bytes of the Write message in progress, and of
+  // the one that ended with the last segment received (cleared by any other message).
+  std::uint32_t write_bytes_ = 0;
+  std::uint32_t last_write_length_ = 0;
 
   // What the segment being received is, for on_segment_end.
   enum class Segment : std::uint8_t {
-    kIgnore, kWrite, kReadResponse, kSend, kReadRequest, kTerminate, kRtr, kRtrRead
+    kIgnore, kWrite, kReadResponse, kSend, kImmediate, kReadRequest, kTerminate, kRtr, kRtrRead
   };
   Segment segment_ = Segment::kIgnore;
   wire::DdpHeader header_;

@@ -1,5 +1,6 @@
-// RdmapTransmitter: the message order and headers of RFC 5040 sections 5.1-5.3 and RFC 6581
-// section 3; completions as Linux siw: a Send or Write completes once TCP has all of it, an
+// RdmapTransmitter: the message order and headers of RFC 5040 sections 5.1-5.3, RFC 6581
+// section 3 and RFC 7306's Immediate Data (an RDMA Write with Immediate is the Write message,
+// then at once the Immediate Data message on queue 0); completions as Linux siw: a Send or Write completes once TCP has all of it, an
 // RDMA Read when its response has arrived.
 #include "proto/rdmap_transmitter.h"
 
@@ -7,7 +8,11 @@ namespace uwarp::proto {
 namespace {
 
 // A batch cookie: what kind of message ended, and for the send queue which request.
-enum class CookieKind : std::uint64_t { kRequest = 0, kReadResponse = 1, kTerminate = 2, kRtr = 3 };
+// kPart: a message whose request completes with a later one (the Write of a Write with
+// Immediate).
+enum class CookieKind : std::uint64_t {
+  kRequest = 0, kReadResponse = 1, kTerminate = 2, kRtr = 3, kPart = 4
+};
 constexpr int kKindShift = 60;
 constexpr std::uint64_t make_cookie(CookieKind k, std::uint64_t seq = 0) {
   return (static_cast<std::uint64_t>(k) << kKindShift) | seq;
@@ -62,6 +67,12 @@ bool RdmapTransmitter::next_message(Message& m, TxGate gate) {
   gather_.clear();
   if (terminate_.queued()) return next_terminate(m);
   if (!gate.responses) return false;
+  if (pending_immediate_) {
+    const PendingImmediate p = *pending_immediate_;
+    pending_immediate_.reset();
+    immediate_message(m, p.seq, p.solicited, p.data);
+    return true;
+  }
   if (send_rtr_ != RtrType::kNone) return next_rtr(m);
   if (awaiting_rtr_) return false;
   if (nudge_pending_) return next_nudge(m);
@@ -153,6 +164,14 @@ bool RdmapTransmitter::next_request(Message& m) {
       break;
     case OutboundRequest::Kind::kLocal:
       break;  // not reached: handled above
+    case OutboundRequest::Kind::kWriteImmediate:
+      m.header = tagged_header(wire::RdmapOpcode::kRdmaWrite, r.remote_stag, r.remote_offset);
+      m.cookie = make_cookie(CookieKind::kPart);
+      pending_immediate_ = PendingImmediate{r.seq, r.solicited, r.immediate};
+      break;
+    case OutboundRequest::Kind::kImmediate:
+      immediate_message(m, r.seq, r.solicited, r.immediate);
+      return true;
     case OutboundRequest::Kind::kRead: {
       wire::ReadRequest rr;
       rr.sink_stag = r.sink_stag.value();
@@ -172,6 +191,17 @@ bool RdmapTransmitter::next_request(Message& m) {
   return true;
 }
 
+void RdmapTransmitter::immediate_message(Message& m, std::uint64_t seq, bool solicited,
+                                         std::uint64_t data) {
+  gather_.clear();
+  gather_.push_back(immediate_bodies_.encode(wire::ImmediateData{data}));
+  const auto op = solicited ? wire::RdmapOpcode::kImmediateDataSe : wire::RdmapOpcode::kImmediateData;
+  m.header = untagged_header(op, wire::kQueueSend, send_msn_++);
+  m.gather = gather_;
+  m.length = wire::kImmediateDataSize;
+  m.cookie = make_cookie(CookieKind::kRequest, seq);
+}
+
 bool RdmapTransmitter::sent(std::uint64_t cookie) {
   switch (cookie_kind(cookie)) {
     case CookieKind::kRequest:
@@ -184,6 +214,7 @@ bool RdmapTransmitter::sent(std::uint64_t cookie) {
       port_.terminate_sent();
       return false;
     case CookieKind::kRtr:
+    case CookieKind::kPart:
       return false;
   }
   return false;

@@ -10,6 +10,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <vector>
 
 #include "proto/outbound_terminate.h"
@@ -56,7 +57,10 @@ class RdmapTransmitter {
   // Some payload byte of the message being segmented is still to be read from `memory`.
   bool reads_from(ConstByteSpan memory) const { return segmenter_.reads_from(memory); }
   // The QP failed: the message being segmented is not continued.
-  void abandon() { segmenter_ = MessageSegmenter{}; }
+  void abandon() {
+    segmenter_ = MessageSegmenter{};
+    pending_immediate_.reset();
+  }
 
  private:
   using Message = MessageSegmenter::Message;
@@ -69,6 +73,8 @@ class RdmapTransmitter {
   bool next_nudge(Message& m);
   bool next_read_response(Message& m);
   bool next_request(Message& m);
+  // RFC 7306: the Immediate Data message of request `seq` (its completion goes with it).
+  void immediate_message(Message& m, std::uint64_t seq, bool solicited, std::uint64_t data);
 
   RdmapPort& port_;
   OutboundReadQueue& orq_;
@@ -91,6 +97,15 @@ class RdmapTransmitter {
   MessageSegmenter segmenter_;
   std::vector<ConstByteSpan> gather_;
   ReadRequestBodies read_request_bodies_;
+  ImmediateDataBodies immediate_bodies_;
+  // An RDMA Write with Immediate whose Write message has been started: its Immediate Data
+  // message goes next, ahead of Read Responses, so that the peer finds it right after the Write.
+  struct PendingImmediate {
+    std::uint64_t seq = 0;
+    bool solicited = false;
+    std::uint64_t data = 0;
+  };
+  std::optional<PendingImmediate> pending_immediate_;
 };
 
 }  // namespace uwarp::proto

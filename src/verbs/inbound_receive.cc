@@ -1,5 +1,7 @@
 #include "verbs/inbound_receive.h"
 
+#include "wire/rdmap_ext.h"
+
 namespace uwarp::verbs {
 namespace term = wire::term;
 
@@ -40,6 +42,11 @@ std::optional<wire::TerminateCode> InboundReceive::complete(const proto::Inbound
   wc.byte_len = send.length;
   wc.qp_num = reporter_.qp_num();
   end();
+  if (wire::is_immediate_data(send.opcode)) {
+    wc.opcode = WcOpcode::kRecvRdmaWithImm;
+    wc.flags |= wc_flags::kWithImm;
+    wc.imm_data = wire::ImmediateData{send.immediate}.verbs_value();
+  }
   const bool solicited = wire::is_solicited(send.opcode);
   if (solicited) wc.flags |= wc_flags::kSolicited;
   if (wire::carries_invalidate(send.opcode)) {

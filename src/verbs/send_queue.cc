@@ -2,11 +2,17 @@
 
 #include <cstring>
 
+#include "wire/rdmap_ext.h"
+
 namespace uwarp::verbs {
 namespace {
 
-proto::OutboundRequest::Kind kind_of(WrOpcode opcode) {
+proto::OutboundRequest::Kind kind_of(WrOpcode opcode, std::uint32_t length) {
   switch (opcode) {
+    case WrOpcode::kRdmaWriteWithImm:
+      // A zero-length Write would place nothing: the Immediate Data message alone says it all.
+      return length == 0 ? proto::OutboundRequest::Kind::kImmediate
+                         : proto::OutboundRequest::Kind::kWriteImmediate;
     case WrOpcode::kSend: return proto::OutboundRequest::Kind::kSend;
     case WrOpcode::kSendWithInvalidate: return proto::OutboundRequest::Kind::kSendInvalidate;
     case WrOpcode::kRdmaWrite: return proto::OutboundRequest::Kind::kWrite;
@@ -62,6 +68,7 @@ Status SendQueue::post(const SendWr& wr, bool reads_allowed) {
   e.rkey = wr.rkey;
   e.invalidate_rkey = wr.invalidate_rkey;
   e.access = wr.access;
+  e.imm_data = wr.imm_data;
   e.signaled = signal_all_ || (wr.flags & send_flags::kSignaled) != 0;
   e.length = static_cast<std::uint32_t>(length);
   if (is_inline) {
@@ -90,7 +97,7 @@ bool SendQueue::peek(proto::OutboundRequest& next) const {
   if (next_ >= sq_.size()) return false;
   const Entry& e = sq_[next_];
   next.seq = e.seq;
-  next.kind = kind_of(e.opcode);
+  next.kind = kind_of(e.opcode, e.length);
   next.fence = (e.flags & send_flags::kFence) != 0;
   return true;
 }
@@ -156,6 +163,7 @@ bool SendQueue::start(proto::OutboundRequest& r, std::vector<ConstByteSpan>& pay
   r.remote_stag = wire::Stag{e.rkey};
   r.remote_offset = wire::TaggedOffset{e.remote_addr};
   r.invalidate_stag = wire::Stag{e.invalidate_rkey};
+  r.immediate = wire::ImmediateData::from_verbs(e.imm_data).data;
   // A Read's sink is advertised as the first SGE's STag and address; a multi-SGE sink is
   // scattered locally by offset (read_sink), so the peer sees one tagged buffer.
   r.sink_stag = wire::Stag{e.sges.empty() ? 0 : e.sges.front().lkey};
@@ -265,6 +273,7 @@ void SendQueue::push_completion(const Entry& e) {
       wc.opcode = WcOpcode::kSend;
       break;
     case WrOpcode::kRdmaWrite:
+    case WrOpcode::kRdmaWriteWithImm:
       wc.opcode = WcOpcode::kRdmaWrite;
       break;
     case WrOpcode::kRdmaRead:

@@ -85,6 +85,7 @@ class SendQueue {
     std::uint32_t rkey = 0;
     std::uint32_t invalidate_rkey = 0;
     std::uint32_t access = 0;
+    std::uint32_t imm_data = 0;
     std::uint32_t length = 0;
     bool awaiting_sweep = false;  // a local operation that took a binding away
     Phase phase = Phase::kQueued;

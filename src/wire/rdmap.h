@@ -22,7 +22,8 @@ enum class RdmapOpcode : std::uint8_t {
   kSendSe = 0x5,
   kSendSeInvalidate = 0x6,
   kTerminate = 0x7,
-  // RFC 7306: recognised on the wire; answered with Terminate RDMAP / remote operation / 0x06
+  // RFC 7306 (bodies in wire/rdmap_ext.h). Immediate Data: queue 0, received and sent; the
+  // Atomic messages (queues 3 and 4) are answered with Terminate RDMAP / remote operation / 0x06
   // until uwarp supports them.
   kImmediateData = 0x8,
   kImmediateDataSe = 0x9,
@@ -36,8 +37,13 @@ constexpr bool is_send_opcode(RdmapOpcode op) {
   return op == RdmapOpcode::kSend || op == RdmapOpcode::kSendInvalidate || op == RdmapOpcode::kSendSe ||
          op == RdmapOpcode::kSendSeInvalidate;
 }
+constexpr bool is_immediate_data(RdmapOpcode op) {
+  return op == RdmapOpcode::kImmediateData || op == RdmapOpcode::kImmediateDataSe;
+}
+// The message asks for a Solicited Event at the receiver (RFC 5040 section 5.1, RFC 7306).
 constexpr bool is_solicited(RdmapOpcode op) {
-  return op == RdmapOpcode::kSendSe || op == RdmapOpcode::kSendSeInvalidate;
+  return op == RdmapOpcode::kSendSe || op == RdmapOpcode::kSendSeInvalidate ||
+         op == RdmapOpcode::kImmediateDataSe;
 }
 constexpr bool carries_invalidate(RdmapOpcode op) {
   return op == RdmapOpcode::kSendInvalidate || op == RdmapOpcode::kSendSeInvalidate;

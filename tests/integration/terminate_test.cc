@@ -541,11 +541,53 @@ TEST_F(TerminateTest, UnknownOpcode0xC) {
   violate(h, pattern(16, 15), wire::term::kRdmapUnexpectedOpcode);
 }
 
-TEST_F(TerminateTest, Rfc7306ImmediateDataOpcode) {
+// ---- RFC 7306 Immediate Data from a raw peer ----
+
+// A Write then an Immediate Data message (an RDMA Write with Immediate as RFC 7306 composes it):
+// the Write is placed and the posted receive completes with the value and the Write's length.
+TEST_F(TerminateTest, Rfc7306WriteThenImmediateDataCompletesAReceive) {
   ASSERT_NO_FATAL_FAILURE(connect_raw());
   ASSERT_NO_FATAL_FAILURE(post_server_recv(1, 64));
-  auto h = RawPeer::untagged_header(RdmapOpcode::kImmediateData, wire::kQueueSend, 1);
-  violate(h, pattern(8, 16), wire::term::kRdmapUnexpectedOpcode);
+  const auto data = pattern(24, 16);
+  ASSERT_TRUE(raw_.send_fpdu(
+      RawPeer::tagged_header(RdmapOpcode::kRdmaWrite, keys_.rw_stag, keys_.rw_addr + 100), data));
+  ASSERT_TRUE(raw_.send_fpdu(RawPeer::untagged_header(RdmapOpcode::kImmediateData, wire::kQueueSend, 1),
+                             {0xCA, 0xFE, 0xF0, 0x0D, 0x11, 0x22, 0x33, 0x44}));
+  auto wc = wait_wc(*cq_);
+  ASSERT_TRUE(wc);
+  EXPECT_EQ(wc->wr_id, 1u);
+  EXPECT_EQ(wc->status, WcStatus::kSuccess) << to_string(wc->status);
+  EXPECT_EQ(wc->opcode, WcOpcode::kRecvRdmaWithImm);
+  EXPECT_EQ(wc->flags, wc_flags::kWithImm);
+  EXPECT_EQ(wc->imm_data, 0xCAFEF00Du);
+  EXPECT_EQ(wc->byte_len, 24u);
+  EXPECT_TRUE(std::equal(data.begin(), data.end(), rw_buf_.begin() + 100));
+}
+
+TEST_F(TerminateTest, Rfc7306ImmediateDataWithoutAReceive) {
+  ASSERT_NO_FATAL_FAILURE(connect_raw());
+  violate(RawPeer::untagged_header(RdmapOpcode::kImmediateDataSe, wire::kQueueSend, 1),
+          pattern(8, 16), wire::term::kDdpUntaggedNoBuffer);
+}
+
+TEST_F(TerminateTest, Rfc7306ImmediateDataLongerThanEightBytes) {
+  ASSERT_NO_FATAL_FAILURE(connect_raw());
+  ASSERT_NO_FATAL_FAILURE(post_server_recv(1, 64));
+  violate(RawPeer::untagged_header(RdmapOpcode::kImmediateData, wire::kQueueSend, 1),
+          pattern(9, 16), wire::term::kDdpUntaggedTooLong);
+}
+
+TEST_F(TerminateTest, Rfc7306ImmediateDataShorterThanEightBytes) {
+  ASSERT_NO_FATAL_FAILURE(connect_raw());
+  ASSERT_NO_FATAL_FAILURE(post_server_recv(1, 64));
+  violate(RawPeer::untagged_header(RdmapOpcode::kImmediateData, wire::kQueueSend, 1),
+          pattern(4, 16), wire::term::kRdmapUnspecified);
+}
+
+TEST_F(TerminateTest, Rfc7306AtomicRequestIsNotSupported) {
+  ASSERT_NO_FATAL_FAILURE(connect_raw());
+  violate(RawPeer::untagged_header(RdmapOpcode::kAtomicRequest, wire::kQueueAtomic, 1),
+          pattern(52, 16), wire::term::kRdmapUnexpectedOpcode);
 }
 
 TEST_F(TerminateTest, SendWithInvalidateOfStagOfAnotherPd) {

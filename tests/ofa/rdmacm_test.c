@@ -342,6 +342,40 @@ static void test_connection(const char* host) {
   CHECK(got == 1 && wc.status == IBV_WC_SUCCESS && wc.opcode == IBV_WC_RECV && wc.byte_len == 5);
   CHECK(strcmp(s.buf, "ping") == 0);
 
+  /* RFC 7306 RDMA Write with Immediate: the data lands in the server's memory and its next
+   * receive completes as IBV_WC_RECV_RDMA_WITH_IMM with imm_data as the client stored it (network
+   * order) and byte_len the Write's length. Send with Immediate is refused (RFC 7306 has none). */
+  static char target[64];
+  struct ibv_mr* tmr = ibv_reg_mr(s.id->pd, target, sizeof target,
+                                  IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
+  CHECK(tmr != NULL && post_recv(&s) == 0);
+  strcpy(c.buf, "with imm");
+  struct ibv_sge wsge = {(uintptr_t)c.buf, 9, c.mr->lkey};
+  struct ibv_send_wr wimm;
+  memset(&wimm, 0, sizeof wimm);
+  wimm.wr_id = 21;
+  wimm.opcode = IBV_WR_RDMA_WRITE_WITH_IMM;
+  wimm.sg_list = &wsge;
+  wimm.num_sge = 1;
+  wimm.send_flags = IBV_SEND_SIGNALED;
+  wimm.imm_data = htonl(0x12345678);
+  wimm.wr.rdma.remote_addr = (uintptr_t)target + 8;
+  wimm.wr.rdma.rkey = tmr != NULL ? tmr->rkey : 0;
+  struct ibv_send_wr* bad_wr = NULL;
+  CHECK(ibv_post_send(c.id->qp, &wimm, &bad_wr) == 0);
+  CHECK(rdma_get_send_comp(c.id, &wc) == 1 && wc.status == IBV_WC_SUCCESS &&
+        wc.opcode == IBV_WC_RDMA_WRITE && wc.wr_id == 21);
+  got = 0;
+  for (int i = 0; i < 5000000 && got == 0; ++i) got = ibv_poll_cq(scq, 1, &wc);
+  CHECK(got == 1 && wc.status == IBV_WC_SUCCESS && wc.opcode == IBV_WC_RECV_RDMA_WITH_IMM);
+  CHECK((wc.wc_flags & IBV_WC_WITH_IMM) != 0 && wc.imm_data == htonl(0x12345678));
+  CHECK(wc.byte_len == 9 && strcmp(target + 8, "with imm") == 0);
+  struct ibv_send_wr simm = wimm;
+  simm.opcode = IBV_WR_SEND_WITH_IMM;
+  bad_wr = NULL;
+  CHECK(ibv_post_send(c.id->qp, &simm, &bad_wr) == EINVAL && bad_wr == &simm);
+  if (tmr != NULL) ibv_dereg_mr(tmr);
+
   /* rdma_disconnect flushes the client's posted receive and fires its armed channel. */
   CHECK(ibv_req_notify_cq(c.id->recv_cq, 0) == 0);
   CHECK(rdma_disconnect(c.id) == 0);

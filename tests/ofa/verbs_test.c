@@ -603,8 +603,13 @@ static void test_qp(struct ibv_context* ctx) {
   CHECK(poll_n(scq, wc, 1) == 1 && wc[0].wr_id == 2 && wc[0].status == IBV_WC_WR_FLUSH_ERR);
 
   struct ibv_send_wr w = swr;
-  const enum ibv_wr_opcode unsupported[] = {IBV_WR_RDMA_WRITE_WITH_IMM,
-                                            IBV_WR_SEND_WITH_IMM,
+  /* RFC 7306 RDMA Write with Immediate is accepted (flushed here: the QP is in ERROR); Send
+   * with Immediate is not (RFC 7306 defines none). */
+  w.opcode = IBV_WR_RDMA_WRITE_WITH_IMM;
+  w.imm_data = htonl(5);
+  CHECK_ERR(ibv_post_send(qp, &w, &bad_swr), 0);
+  CHECK(poll_n(scq, wc, 1) == 1 && wc[0].wr_id == w.wr_id && wc[0].status == IBV_WC_WR_FLUSH_ERR);
+  const enum ibv_wr_opcode unsupported[] = {IBV_WR_SEND_WITH_IMM,
                                             IBV_WR_ATOMIC_CMP_AND_SWP,
                                             IBV_WR_ATOMIC_FETCH_AND_ADD,
                                             IBV_WR_LOCAL_INV,

@@ -5,6 +5,7 @@
 // paths: a violation queues exactly one Terminate, which the peer receives and reports.
 #include "proto/rdmap_engine.h"
 
+#include <algorithm>
 #include <deque>
 #include <functional>
 #include <map>
@@ -69,6 +70,17 @@ class FakePort final : public RdmapPort {
     post(OutboundRequest::Kind::kWrite, std::move(payload));
     sq.back().request.remote_stag = wire::Stag{stag};
     sq.back().request.remote_offset = wire::TaggedOffset{to};
+  }
+  void post_write_immediate(Bytes payload, std::uint32_t stag, std::uint64_t to,
+                            std::uint64_t immediate) {
+    post_write(std::move(payload), stag, to);
+    sq.back().request.kind = OutboundRequest::Kind::kWriteImmediate;
+    sq.back().request.immediate = immediate;
+  }
+  void post_immediate(std::uint64_t immediate, bool solicited) {
+    post(OutboundRequest::Kind::kImmediate, {});
+    sq.back().request.immediate = immediate;
+    sq.back().request.solicited = solicited;
   }
   void post_read(Bytes* sink, std::uint32_t sink_stag, std::uint32_t stag, std::uint64_t to,
                  bool fence = false) {
@@ -259,6 +271,71 @@ INSTANTIATE_TEST_SUITE_P(CrcAndPieces, EngineSplits,
                                             ::testing::Values(std::size_t{1}, std::size_t{7},
                                                               std::size_t{1000}, std::size_t{0})));
 
+// RFC 7306: an RDMA Write with Immediate is a Write, then an Immediate Data message that takes
+// the next receive; the receive completes with the eight bytes and the Write's length, and the
+// request completes once both were handed to TCP. The Immediate Data alone (with Solicited
+// Event) takes a receive too; both use the Send queue's MSNs.
+TEST_P(EngineSplits, WriteWithImmediateAndImmediateDataArriveInAnySplit) {
+  const auto [crc, piece] = GetParam();
+  Endpoint a(params(crc)), b(params(crc));
+  b.port.buffers[0x100] = Buffer{0x5000, Bytes(3000, 0)};
+  for (int i = 0; i < 3; ++i) b.port.receives.push_back(Bytes(200, 0));
+  const Bytes send = pattern(150, 1);
+  const Bytes write = pattern(3000, 2);
+  a.port.post(OutboundRequest::Kind::kSend, send);
+  a.port.post_write_immediate(write, 0x100, 0x5000, 0x1122334455667788u);
+  a.port.post_immediate(0xdeadbeef00000000u, true);
+
+  settle(a, b, piece);
+
+  EXPECT_EQ(b.port.buffers[0x100].bytes, write);
+  ASSERT_EQ(b.port.sends.size(), 3u);
+  EXPECT_EQ(b.port.sends[0].opcode, wire::RdmapOpcode::kSend);
+  EXPECT_EQ(b.port.sends[1].opcode, wire::RdmapOpcode::kImmediateData);
+  EXPECT_EQ(b.port.sends[1].immediate, 0x1122334455667788u);
+  EXPECT_EQ(b.port.sends[1].length, 3000u) << "the Write just before it";
+  EXPECT_EQ(b.port.sends[1].msn, wire::Msn{2});
+  EXPECT_EQ(b.port.sends[2].opcode, wire::RdmapOpcode::kImmediateDataSe);
+  EXPECT_EQ(b.port.sends[2].immediate, 0xdeadbeef00000000u);
+  EXPECT_EQ(b.port.sends[2].length, 0u) << "no Write came just before it";
+  EXPECT_EQ(b.port.sends[2].msn, wire::Msn{3});
+  EXPECT_TRUE(b.port.receives.empty()) << "each Immediate Data consumed a receive";
+  EXPECT_EQ(a.port.sent, (std::vector<std::uint64_t>{1, 2, 3}));
+  EXPECT_TRUE(b.port.terminates_queued.empty());
+  EXPECT_TRUE(a.engine.rx_at_boundary() && b.engine.rx_at_boundary());
+}
+
+// On the wire: the Write's FPDUs, then at once the Immediate Data FPDU (QN 0, MSN 1, the eight
+// bytes), with a Read Response to send as well; the request completes with the second.
+TEST(RdmapEngine, TheImmediateDataFollowsItsWriteAtOnce) {
+  Endpoint a(params(false, 64)), b(params(false, 64));
+  a.port.buffers[0x200] = Buffer{0, pattern(100, 3)};
+  b.port.buffers[0x100] = Buffer{0, Bytes(100, 0)};
+  b.port.receives.push_back(Bytes(8, 0));
+  Bytes sink(100, 0);
+  b.port.post_read(&sink, 0x300, 0x200, 0);
+  transmit(b);
+  deliver(b, a, 0);  // a has a Read Response to send when it transmits its request
+  a.port.post_write_immediate(pattern(100, 4), 0x100, 0, 0x0102030405060708u);
+  transmit(a);
+  const auto frames = testing::parse_stream(a.wire);
+  ASSERT_TRUE(frames.has_value());
+  std::vector<std::uint8_t> ops;
+  for (const auto& f : *frames) ops.push_back(f.header.opcode);
+  const auto imm = std::find(ops.begin(), ops.end(), 0x8);
+  ASSERT_NE(imm, ops.end());
+  ASSERT_NE(imm, ops.begin());
+  EXPECT_EQ(*(imm - 1), 0x0) << "a Write FPDU just before it";
+  EXPECT_EQ(std::count(imm, ops.end(), 0x0), 0) << "no Write FPDU after it";
+  EXPECT_EQ(std::count(ops.begin(), ops.end(), 0x2), 2) << "the Read Response went too";
+  const auto& f = (*frames)[static_cast<std::size_t>(imm - ops.begin())];
+  EXPECT_TRUE(f.header.last);
+  EXPECT_EQ(f.header.queue, wire::kQueueSend);
+  EXPECT_EQ(f.header.msn, 1u);
+  EXPECT_EQ(f.payload, (Bytes{1, 2, 3, 4, 5, 6, 7, 8}));
+  EXPECT_EQ(a.port.sent, std::vector<std::uint64_t>{1});
+}
+
 TEST(RdmapEngine, AFenceHoldsARequestUntilEarlierReadsComplete) {
   Endpoint a(params(false)), b(params(false));
   b.port.buffers[0x200] = Buffer{0, pattern(100, 3)};
@@ -371,6 +448,44 @@ std::vector<Violation> violations() {
       {"ReadResponseWithoutARead",
        [=] { return testing::fpdu(testing::tagged_header(RdmapOpcode::kReadResponse, 0x100, 0), ten, false); },
        term::kDdpTaggedInvalidStag},
+      {"ImmediateDataWithoutAReceive",
+       [] {
+         Bytes s = testing::fpdu(testing::untagged_header(RdmapOpcode::kImmediateData, wire::kQueueSend, 1), Bytes(8, 1), false);
+         testing::append(s, testing::fpdu(testing::untagged_header(RdmapOpcode::kImmediateDataSe, wire::kQueueSend, 2), Bytes(8, 2), false));
+         return s;
+       },
+       term::kDdpUntaggedNoBuffer},
+      {"ImmediateDataLongerThanEightBytes",
+       [] { return testing::fpdu(testing::untagged_header(RdmapOpcode::kImmediateData, wire::kQueueSend, 1), Bytes(9, 1), false); },
+       term::kDdpUntaggedTooLong},
+      {"ImmediateDataShorterThanEightBytes",
+       [] { return testing::fpdu(testing::untagged_header(RdmapOpcode::kImmediateData, wire::kQueueSend, 1), Bytes(4, 1), false); },
+       term::kRdmapUnspecified},
+      {"ImmediateDataInTwoSegments",
+       [] { return testing::fpdu(testing::untagged_header(RdmapOpcode::kImmediateData, wire::kQueueSend, 1, 0, false), Bytes(8, 1), false); },
+       term::kDdpUntaggedTooLong},
+      {"ImmediateDataWithTheWrongMsn",
+       [] { return testing::fpdu(testing::untagged_header(RdmapOpcode::kImmediateData, wire::kQueueSend, 4), Bytes(8, 1), false); },
+       term::kDdpUntaggedInvalidMsn},
+      {"ImmediateDataWithAMessageOffset",
+       [] { return testing::fpdu(testing::untagged_header(RdmapOpcode::kImmediateData, wire::kQueueSend, 1, 8), Bytes(8, 1), false); },
+       term::kDdpUntaggedInvalidMo},
+      {"ImmediateDataBetweenTheSegmentsOfASend",
+       [=] {
+         Bytes s = testing::fpdu(testing::untagged_header(RdmapOpcode::kSend, wire::kQueueSend, 1, 0, false), ten, false);
+         testing::append(s, testing::fpdu(testing::untagged_header(RdmapOpcode::kImmediateData, wire::kQueueSend, 1), Bytes(8, 1), false));
+         return s;
+       },
+       term::kRdmapUnexpectedOpcode},
+      {"ImmediateDataOnTheReadRequestQueue",
+       [] { return testing::fpdu(testing::untagged_header(RdmapOpcode::kImmediateData, wire::kQueueReadRequest, 1), Bytes(8, 1), false); },
+       term::kRdmapUnexpectedOpcode},
+      {"ImmediateDataTagged",
+       [] { return testing::fpdu(testing::tagged_header(RdmapOpcode::kImmediateData, 0x100, 0), Bytes(8, 1), false); },
+       term::kRdmapUnexpectedOpcode},
+      {"AtomicResponseOnQueue4",
+       [] { return testing::fpdu(testing::untagged_header(RdmapOpcode::kAtomicResponse, wire::kQueueAtomicResponse, 1), Bytes(12, 1), false); },
+       term::kRdmapUnexpectedOpcode},
       {"ReadRequestForAnUnknownStag", [] { return read_request(1, 0x777, 8); }, term::kRdmapInvalidStag},
       {"ReadRequestsBeyondIrd",
        [] {

@@ -155,6 +155,39 @@ void expect_failure_header(const Rx& rx, const wire::DdpHeader& h, std::size_t p
             testing::encode_header(h));
 }
 
+// RFC 7306: an Immediate Data message claims the next receive (no bytes placed) and completes
+// it with its eight bytes; the length reported is that of the RDMA Write just before it.
+TEST(proto_rdmap_receiver, ImmediateDataTakesAReceiveAndCarriesItsEightBytes) {
+  Rx rx;
+  ASSERT_TRUE(rx.feed(tagged_header(RdmapOpcode::kRdmaWrite, 1, kWriteBase, false), pattern(6, 1)));
+  ASSERT_TRUE(rx.feed(tagged_header(RdmapOpcode::kRdmaWrite, 1, kWriteBase + 6), pattern(4, 2)));
+  const Bytes imm = {0xde, 0xad, 0xbe, 0xef, 0, 0, 0, 1};
+  ASSERT_TRUE(rx.feed(untagged_header(RdmapOpcode::kImmediateDataSe, 0, 1), imm));
+  ASSERT_EQ(rx.d.receives.size(), 1u);
+  EXPECT_EQ(rx.d.receives[0].length, 0u);
+  EXPECT_TRUE(rx.d.receives[0].first);
+  ASSERT_EQ(rx.d.sends.size(), 1u);
+  EXPECT_EQ(rx.d.sends[0].opcode, RdmapOpcode::kImmediateDataSe);
+  EXPECT_EQ(rx.d.sends[0].immediate, 0xdeadbeef00000001u);
+  EXPECT_EQ(rx.d.sends[0].length, 10u);
+  // The Send queue's MSN moved on: a Send with MSN 2 is next; a second Immediate Data after it
+  // reports no Write length.
+  ASSERT_TRUE(rx.feed(untagged_header(RdmapOpcode::kSend, 0, 2), pattern(4, 3)));
+  ASSERT_TRUE(rx.feed(untagged_header(RdmapOpcode::kImmediateData, 0, 3), imm));
+  ASSERT_EQ(rx.d.sends.size(), 3u);
+  EXPECT_EQ(rx.d.sends[2].length, 0u);
+}
+
+TEST(proto_rdmap_receiver, ImmediateDataWithoutAReceiveIsRefusedWithTheReceivesCode) {
+  Rx rx;
+  rx.d.fail_receive = term::kDdpUntaggedNoBuffer;
+  const auto h = untagged_header(RdmapOpcode::kImmediateData, 0, 1);
+  EXPECT_FALSE(rx.feed(h, Bytes(8, 0)));
+  EXPECT_EQ(rx.code(), term::kDdpUntaggedNoBuffer);
+  expect_failure_header(rx, h, 8);
+  EXPECT_TRUE(rx.d.sends.empty());
+}
+
 TEST(proto_rdmap_receiver, WriteIsPlacedAtItsTaggedOffsetSegmentBySegment) {
   Rx rx;
   const Bytes data = pattern(3000, 1);
@@ -409,14 +442,24 @@ std::vector<TableRow> terminate_table() {
        term::kRdmapUnexpectedOpcode},
       {"send on queue 1", {}, op_on_queue(0x3, 1), rr, term::kRdmapUnexpectedOpcode},
       {"send on queue 2", {}, op_on_queue(0x3, 2), Bytes{0, 0, 0, 0}, term::kRdmapUnexpectedOpcode},
-      {"rfc7306 immediate data",
+      {"rfc7306 immediate data too long",
        {},
        op_on_queue(0x8, 0),
-       pattern(8, 1),
-       term::kRdmapUnexpectedOpcode},
-      {"rfc7306 immediate data se",
+       pattern(9, 1),
+       term::kDdpUntaggedTooLong},
+      {"rfc7306 immediate data se too short",
        {},
        op_on_queue(0x9, 0),
+       pattern(7, 1),
+       term::kRdmapUnspecified},
+      {"rfc7306 immediate data on queue 2",
+       {},
+       op_on_queue(0x8, 2),
+       pattern(8, 1),
+       term::kRdmapUnexpectedOpcode},
+      {"rfc7306 immediate data on queue 3",
+       {},
+       op_on_queue(0x8, 3),
        pattern(8, 1),
        term::kRdmapUnexpectedOpcode},
       {"rfc7306 atomic request",
@@ -426,13 +469,14 @@ std::vector<TableRow> terminate_table() {
        term::kRdmapUnexpectedOpcode},
       {"rfc7306 atomic response",
        {},
-       op_on_queue(0xB, 3),
+       op_on_queue(0xB, 4),
        pattern(12, 1),
        term::kRdmapUnexpectedOpcode},
       {"reserved opcode 0xC", {}, op_on_queue(0xC, 0), pattern(8, 1), term::kRdmapUnexpectedOpcode},
       {"reserved opcode 0xF", {}, op_on_queue(0xF, 0), pattern(8, 1), term::kRdmapUnexpectedOpcode},
       {"send on queue 3", {}, op_on_queue(0x3, 3), pattern(8, 1), term::kDdpUntaggedInvalidQn},
       {"send on queue 4", {}, op_on_queue(0x3, 4), pattern(8, 1), term::kDdpUntaggedInvalidQn},
+      {"atomic response on queue 5", {}, op_on_queue(0xB, 5), pattern(12, 1), term::kDdpUntaggedInvalidQn},
       {"read request on queue 0xffffffff",
        {},
        op_on_queue(0x1, 0xFFFFFFFF),

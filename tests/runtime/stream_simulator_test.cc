@@ -664,6 +664,110 @@ TEST(runtime_stream_simulator, RdmaWrite) {
   EXPECT_GT(direct_receives, 0) << "the direct-receive path was exercised";
 }
 
+// RFC 7306: an RDMA Write with Immediate places the Write and completes the next receive with
+// the immediate value (kRecvRdmaWithImm, the Write's length); without data only the Immediate
+// Data message goes. The solicited variant fires a solicited-only arm.
+TEST(runtime_stream_simulator, RdmaWriteWithImmediate) {
+  for_each_config([&](const Options& o) {
+    Sim s(o);
+    Region& src = s.reg(s.a, 20000, 0);
+    Region& dst = s.reg(s.b, 20000, kAllRemote);
+    Region& rbuf = s.reg(s.b, 100, access::kLocalWrite);
+    Region& untouched = s.reg(s.b, 8, access::kLocalWrite);
+    const Bytes untouched_before = untouched.bytes;
+    ASSERT_TRUE(Sim::post_recv(s.b, 70, {}).is_ok());  // no SGE: the immediate needs none
+    ASSERT_TRUE(Sim::post_recv(s.b, 71, {untouched.sge(0, 8)}).is_ok());
+    ASSERT_TRUE(Sim::post_recv(s.b, 72, {rbuf.sge(0, 100)}).is_ok());
+    s.b.rcq.arm(true);
+    SendWr wr;
+    wr.wr_id = 1;
+    wr.opcode = WrOpcode::kRdmaWriteWithImm;
+    const std::vector<Sge> sges = {src.sge(0, 12345)};
+    wr.sg_list = sges;
+    wr.remote_addr = dst.addr(10);
+    wr.rkey = dst.key();
+    wr.imm_data = 0xCAFEF00D;
+    ASSERT_TRUE(s.a.qp->post_send(wr).is_ok());
+    s.run();
+    EXPECT_EQ(s.b.rcq_events.events, 0) << "not solicited";
+    SendWr empty;  // no data, solicited
+    empty.wr_id = 2;
+    empty.opcode = WrOpcode::kRdmaWriteWithImm;
+    empty.flags = send_flags::kSignaled | send_flags::kSolicited;
+    empty.imm_data = 7;
+    ASSERT_TRUE(s.a.qp->post_send(empty).is_ok());
+    ASSERT_TRUE(Sim::post_send(s.a, 3, WrOpcode::kSend, {src.sge(0, 40)}).is_ok());
+    s.run();
+    EXPECT_EQ(s.b.rcq_events.events, 1);
+    EXPECT_EQ(dst.copy(10, 12345), src.copy(0, 12345));
+    const auto rwc = poll_all(s.b.rcq);
+    ASSERT_EQ(rwc.size(), 3u);
+    EXPECT_EQ(ids_of(rwc), (std::vector<std::uint64_t>{70, 71, 72}));
+    EXPECT_EQ(rwc[0].status, WcStatus::kSuccess);
+    EXPECT_EQ(rwc[0].opcode, WcOpcode::kRecvRdmaWithImm);
+    EXPECT_EQ(rwc[0].flags, wc_flags::kWithImm);
+    EXPECT_EQ(rwc[0].imm_data, 0xCAFEF00Du);
+    EXPECT_EQ(rwc[0].byte_len, 12345u);
+    EXPECT_EQ(rwc[1].opcode, WcOpcode::kRecvRdmaWithImm);
+    EXPECT_EQ(rwc[1].flags, wc_flags::kWithImm | wc_flags::kSolicited);
+    EXPECT_EQ(rwc[1].imm_data, 7u);
+    EXPECT_EQ(rwc[1].byte_len, 0u);
+    EXPECT_EQ(untouched.bytes, untouched_before) << "the immediate goes to the completion, not the buffer";
+    EXPECT_EQ(rwc[2].opcode, WcOpcode::kRecv);
+    EXPECT_EQ(rwc[2].flags, 0u);
+    EXPECT_EQ(rwc[2].byte_len, 40u);
+    const auto swc = poll_all(s.a.scq);
+    ASSERT_EQ(swc.size(), 3u);
+    EXPECT_EQ(swc[0].opcode, WcOpcode::kRdmaWrite);
+    EXPECT_EQ(swc[1].opcode, WcOpcode::kRdmaWrite);
+    EXPECT_EQ(swc[2].opcode, WcOpcode::kSend);
+    for (const auto& w : swc) EXPECT_EQ(w.status, WcStatus::kSuccess);
+    // The wire: Immediate Data (MSN 1), Immediate Data with SE (MSN 2, no Write before it),
+    // then the Send with MSN 3; the value's bytes first, then four zero bytes.
+    std::vector<ParsedFpdu> untagged;
+    int writes_before_second = 0;
+    for (const ParsedFpdu& f : fpdus_of(s.a)) {
+      if (!f.header.tagged) untagged.push_back(f);
+      else if (untagged.size() == 1 && f.header.opcode == 0) ++writes_before_second;
+    }
+    ASSERT_EQ(untagged.size(), 3u);
+    EXPECT_EQ(untagged[0].header.opcode, static_cast<std::uint8_t>(RdmapOpcode::kImmediateData));
+    EXPECT_EQ(untagged[0].payload, (Bytes{0xCA, 0xFE, 0xF0, 0x0D, 0, 0, 0, 0}));
+    EXPECT_EQ(untagged[1].header.opcode, static_cast<std::uint8_t>(RdmapOpcode::kImmediateDataSe));
+    EXPECT_EQ(untagged[1].header.msn, 2u);
+    EXPECT_EQ(writes_before_second, 0) << "a Write with Immediate without data sends no Write";
+    EXPECT_EQ(untagged[2].header.msn, 3u);
+  });
+}
+
+TEST(runtime_stream_simulator, WriteWithImmediateWithoutAReceiveIsFatal) {
+  Options o;
+  o.defer_sent = true;
+  Sim s(o);
+  Region& src = s.reg(s.a, 50, 0);
+  Region& dst = s.reg(s.b, 50, kAllRemote);
+  SendWr wr;
+  wr.wr_id = 1;
+  wr.opcode = WrOpcode::kRdmaWriteWithImm;
+  const std::vector<Sge> sges = {src.sge(0, 50)};
+  wr.sg_list = sges;
+  wr.remote_addr = dst.addr(0);
+  wr.rkey = dst.key();
+  wr.imm_data = 1;
+  ASSERT_TRUE(s.a.qp->post_send(wr).is_ok());
+  s.run();
+  EXPECT_EQ(dst.copy(0, 50), src.copy(0, 50)) << "the Write itself was placed";
+  const auto t = terminates_of(s.b);
+  ASSERT_EQ(t.size(), 1u);
+  EXPECT_EQ(t[0].code, term::kDdpUntaggedNoBuffer);
+  EXPECT_EQ(t[0].ddp_header, proto::testing::encode_header(proto::testing::untagged_header(
+                                 RdmapOpcode::kImmediateData, 0, 1)));
+  const auto swc = poll_all(s.a.scq);
+  ASSERT_EQ(swc.size(), 1u);
+  EXPECT_EQ(swc[0].status, WcStatus::kRemoteInvalidRequestError);
+  EXPECT_TRUE(s.async.has(AsyncEventType::kQpFatal, s.b.qp->qp_num()));
+}
+
 TEST(runtime_stream_simulator, RdmaReadIntoAMultiSgeSink) {
   for_each_config([&](const Options& o) {
     Sim s(o);

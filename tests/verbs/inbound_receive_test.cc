@@ -87,6 +87,23 @@ TEST_F(InboundReceiveTest, SegmentsArePlacedByMessageOffsetAcrossTheReceive_sSge
   EXPECT_EQ(wcs[0].flags, wc_flags::kSolicited);
 }
 
+// RFC 7306: an Immediate Data message completes its receive as kRecvRdmaWithImm with the
+// first four of its eight bytes; the receive's memory is not written.
+TEST_F(InboundReceiveTest, ImmediateDataCompletesWithTheValueAndTheWritesLength) {
+  post(rq_, 1, {buf_.sge(0, 4)});
+  ASSERT_TRUE(receive_.place(MessageOffset{0}, 0, true));
+  proto::InboundSend imm = send(300, RdmapOpcode::kImmediateDataSe);
+  imm.immediate = 0xA1B2C3D4FFFFFFFFu;
+  EXPECT_EQ(receive_.complete(imm), std::nullopt);
+  const auto wcs = poll_all(cq_);
+  ASSERT_EQ(wcs.size(), 1u);
+  EXPECT_EQ(wcs[0].wr_id, 1u);
+  EXPECT_EQ(wcs[0].opcode, WcOpcode::kRecvRdmaWithImm);
+  EXPECT_EQ(wcs[0].byte_len, 300u);
+  EXPECT_EQ(wcs[0].imm_data, 0xA1B2C3D4u);
+  EXPECT_EQ(wcs[0].flags, wc_flags::kWithImm | wc_flags::kSolicited);
+}
+
 TEST_F(InboundReceiveTest, EachSendTakesTheNextReceive) {
   post(rq_, 1, {buf_.sge(0, 4)});
   post(rq_, 2, {buf_.sge(64, 4)});

@@ -147,6 +147,37 @@ TEST_F(SendQueueTest, StartHandsOverTheRegisteredBytesOrARead_sSink) {
   EXPECT_EQ(sq_.read_sink(read + 1), nullptr);
 }
 
+// RFC 7306: a Write with Immediate is handed to the engine with its value in the first four of
+// the eight bytes; without data it is the Immediate Data message alone. Both complete as Writes.
+TEST_F(SendQueueTest, AWriteWithImmediateCarriesItsValueAndCompletesAsAWrite) {
+  SendWr w = wr(1, WrOpcode::kRdmaWriteWithImm, {buf_.sge(0, 64)});
+  w.imm_data = 0x01020304;
+  ASSERT_TRUE(sq_.post(w, true).is_ok());
+  SendWr empty = wr(2, WrOpcode::kRdmaWriteWithImm, {});
+  empty.imm_data = 5;
+  ASSERT_TRUE(sq_.post(empty, true).is_ok());
+  proto::OutboundRequest r;
+  ASSERT_TRUE(sq_.peek(r));
+  EXPECT_EQ(r.kind, proto::OutboundRequest::Kind::kWriteImmediate);
+  ASSERT_TRUE(sq_.start(r, payload_, revoked_));
+  EXPECT_EQ(r.immediate, 0x0102030400000000u);
+  EXPECT_EQ(r.length, 64u);
+  ASSERT_EQ(payload_.size(), 1u);
+  ASSERT_TRUE(sq_.peek(r));
+  EXPECT_EQ(r.kind, proto::OutboundRequest::Kind::kImmediate);
+  payload_.clear();
+  ASSERT_TRUE(sq_.start(r, payload_, revoked_));
+  EXPECT_EQ(r.immediate, 0x0000000500000000u);
+  EXPECT_TRUE(payload_.empty());
+  sq_.sent(1);
+  sq_.sent(2);
+  WorkCompletion wc[2];
+  ASSERT_EQ(cq_.poll(wc), 2u);
+  EXPECT_EQ(wc[0].opcode, WcOpcode::kRdmaWrite);
+  EXPECT_EQ(wc[1].opcode, WcOpcode::kRdmaWrite);
+  EXPECT_EQ(wc[0].status, WcStatus::kSuccess);
+}
+
 TEST_F(SendQueueTest, ARead_sSinkIsAdvertisedAsItsFirstSge) {
   ASSERT_TRUE(sq_.post(wr(1, WrOpcode::kRdmaRead, {buf_.sge(200, 10)}), true).is_ok());
   proto::OutboundRequest r;

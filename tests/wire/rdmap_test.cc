@@ -35,6 +35,9 @@ TEST(wire_rdmap, OpcodeNames) {
   EXPECT_EQ(to_string(RdmapOpcode::kSendSe), "Send with Solicited Event");
   EXPECT_EQ(to_string(RdmapOpcode::kSendSeInvalidate), "Send with SE and Invalidate");
   EXPECT_EQ(to_string(RdmapOpcode::kTerminate), "Terminate");
+  EXPECT_EQ(to_string(RdmapOpcode::kImmediateData), "Immediate Data");
+  EXPECT_EQ(to_string(RdmapOpcode::kImmediateDataSe), "Immediate Data with SE");
+  EXPECT_EQ(to_string(RdmapOpcode::kAtomicRequest), "Atomic Request");
   EXPECT_EQ(to_string(RdmapOpcode::kAtomicResponse), "Atomic Response");
   // The 4-bit opcode field can hold values no RFC defines; they still get a name.
   for (int op = 0xC; op <= 0xF; ++op) {
@@ -45,21 +48,21 @@ TEST(wire_rdmap, OpcodeNames) {
 TEST(wire_rdmap, OpcodePredicates) {
   struct Row {
     RdmapOpcode op;
-    bool send, solicited, invalidate, rfc7306;
+    bool send, solicited, invalidate, rfc7306, immediate;
   };
   const Row rows[] = {
-      {RdmapOpcode::kRdmaWrite, false, false, false, false},
-      {RdmapOpcode::kReadRequest, false, false, false, false},
-      {RdmapOpcode::kReadResponse, false, false, false, false},
-      {RdmapOpcode::kSend, true, false, false, false},
-      {RdmapOpcode::kSendInvalidate, true, false, true, false},
-      {RdmapOpcode::kSendSe, true, true, false, false},
-      {RdmapOpcode::kSendSeInvalidate, true, true, true, false},
-      {RdmapOpcode::kTerminate, false, false, false, false},
-      {RdmapOpcode::kImmediateData, false, false, false, true},
-      {RdmapOpcode::kImmediateDataSe, false, false, false, true},
-      {RdmapOpcode::kAtomicRequest, false, false, false, true},
-      {RdmapOpcode::kAtomicResponse, false, false, false, true},
+      {RdmapOpcode::kRdmaWrite, false, false, false, false, false},
+      {RdmapOpcode::kReadRequest, false, false, false, false, false},
+      {RdmapOpcode::kReadResponse, false, false, false, false, false},
+      {RdmapOpcode::kSend, true, false, false, false, false},
+      {RdmapOpcode::kSendInvalidate, true, false, true, false, false},
+      {RdmapOpcode::kSendSe, true, true, false, false, false},
+      {RdmapOpcode::kSendSeInvalidate, true, true, true, false, false},
+      {RdmapOpcode::kTerminate, false, false, false, false, false},
+      {RdmapOpcode::kImmediateData, false, false, false, true, true},
+      {RdmapOpcode::kImmediateDataSe, false, true, false, true, true},
+      {RdmapOpcode::kAtomicRequest, false, false, false, true, false},
+      {RdmapOpcode::kAtomicResponse, false, false, false, true, false},
   };
   for (const Row& r : rows) {
     SCOPED_TRACE(std::string(to_string(r.op)));
@@ -67,6 +70,7 @@ TEST(wire_rdmap, OpcodePredicates) {
     EXPECT_EQ(is_solicited(r.op), r.solicited);
     EXPECT_EQ(carries_invalidate(r.op), r.invalidate);
     EXPECT_EQ(is_rfc7306_opcode(static_cast<std::uint8_t>(r.op)), r.rfc7306);
+    EXPECT_EQ(is_immediate_data(r.op), r.immediate);
   }
   for (std::uint8_t op = 0xC; op <= 0xF; ++op) EXPECT_FALSE(is_rfc7306_opcode(op)) << int{op};
 }
