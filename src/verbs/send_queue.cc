@@ -2,34 +2,10 @@
 
 #include <cstring>
 
+#include "verbs/send_wr.h"
 #include "wire/rdmap_ext.h"
 
 namespace uwarp::verbs {
-namespace {
-
-proto::OutboundRequest::Kind kind_of(WrOpcode opcode, std::uint32_t length) {
-  switch (opcode) {
-    case WrOpcode::kRdmaWriteWithImm:
-      // A zero-length Write would place nothing: the Immediate Data message alone says it all.
-      return length == 0 ? proto::OutboundRequest::Kind::kImmediate
-                         : proto::OutboundRequest::Kind::kWriteImmediate;
-    case WrOpcode::kSend: return proto::OutboundRequest::Kind::kSend;
-    case WrOpcode::kSendWithInvalidate: return proto::OutboundRequest::Kind::kSendInvalidate;
-    case WrOpcode::kRdmaWrite: return proto::OutboundRequest::Kind::kWrite;
-    case WrOpcode::kRdmaRead: return proto::OutboundRequest::Kind::kRead;
-    case WrOpcode::kBindWindow:
-    case WrOpcode::kLocalInvalidate:
-    case WrOpcode::kRegisterFastRegion: return proto::OutboundRequest::Kind::kLocal;
-  }
-  return proto::OutboundRequest::Kind::kSend;
-}
-
-bool is_local(WrOpcode opcode) {
-  return opcode == WrOpcode::kBindWindow || opcode == WrOpcode::kLocalInvalidate ||
-         opcode == WrOpcode::kRegisterFastRegion;
-}
-
-}  // namespace
 
 SendQueue::SendQueue(const QpCaps& caps, const DeviceLimits& limits, bool signal_all,
                      MemoryProtection& protection, QpReporter& reporter)
@@ -41,24 +17,11 @@ SendQueue::SendQueue(const QpCaps& caps, const DeviceLimits& limits, bool signal
       reporter_(reporter) {}
 
 Status SendQueue::post(const SendWr& wr, bool reads_allowed) {
-  const bool local = is_local(wr.opcode);
-  if (local && wr.opcode != WrOpcode::kLocalInvalidate && wr.sg_list.size() != 1) {
-    return Status(Errc::kInvalidArgument, "a bind or fast registration names its memory in one SGE");
-  }
-  const bool is_inline = (wr.flags & send_flags::kInline) != 0 && wr.opcode != WrOpcode::kRdmaRead && !local;
-  if (!is_inline && wr.sg_list.size() > max_sge_) {
-    return Status(Errc::kInvalidArgument, "work request has more SGEs than max_send_sge");
-  }
+  auto shape = check_send_wr(wr, max_sge_, limits_, reads_allowed);
+  if (!shape) return std::move(shape.error());
   if (sq_.size() >= max_wr_) return Status(Errc::kNoResources, "send queue is full");
-  if (wr.opcode == WrOpcode::kRdmaRead && !reads_allowed) {
-    return Status(Errc::kInvalidArgument, "the connection allows no RDMA Reads (ORD 0)");
-  }
-  std::uint64_t length = 0;
-  for (const Sge& s : wr.sg_list) length += s.length;
-  if (length > limits_.max_msg_size && !local) return Status(Errc::kInvalidArgument, "message too long");
-  if (is_inline && length > limits_.max_inline_data) {
-    return Status(Errc::kInvalidArgument, "inline data longer than the device maximum");
-  }
+  const std::uint64_t length = shape->length;
+  const bool is_inline = shape->is_inline;
   Entry& e = sq_.push_back();  // a reused slot, as new but with its vectors' storage
   e.seq = next_seq_++;
   e.wr_id = wr.wr_id;
@@ -97,7 +60,7 @@ bool SendQueue::peek(proto::OutboundRequest& next) const {
   if (next_ >= sq_.size()) return false;
   const Entry& e = sq_[next_];
   next.seq = e.seq;
-  next.kind = kind_of(e.opcode, e.length);
+  next.kind = request_kind(e.opcode, e.length);
   next.fence = (e.flags & send_flags::kFence) != 0;
   return true;
 }
@@ -125,7 +88,7 @@ bool SendQueue::start_local(Entry& e, MemoryRegionRef& revoked) {
 }
 
 bool SendQueue::next_local_ready() const {
-  if (next_ >= sq_.size() || !is_local(sq_[next_].opcode)) return false;
+  if (next_ >= sq_.size() || !is_local_operation(sq_[next_].opcode)) return false;
   if ((sq_[next_].flags & send_flags::kFence) == 0) return true;
   for (std::size_t i = 0; i < next_; ++i) {
     if (sq_[i].opcode == WrOpcode::kRdmaRead && sq_[i].phase != Phase::kDone) return false;
@@ -143,7 +106,7 @@ bool SendQueue::start(proto::OutboundRequest& r, std::vector<ConstByteSpan>& pay
                       MemoryRegionRef& revoked) {
   Entry& e = sq_[next_];
   r.length = 0;
-  if (is_local(e.opcode)) return start_local(e, revoked);
+  if (is_local_operation(e.opcode)) return start_local(e, revoked);
   if (!e.inline_data.empty()) {
     payload.push_back(ConstByteSpan(e.inline_data));
   } else {
@@ -267,29 +230,8 @@ void SendQueue::push_completion(const Entry& e) {
   wc.status = e.status;
   wc.vendor_err = e.vendor_err;
   wc.qp_num = reporter_.qp_num();
-  switch (e.opcode) {
-    case WrOpcode::kSend:
-    case WrOpcode::kSendWithInvalidate:
-      wc.opcode = WcOpcode::kSend;
-      break;
-    case WrOpcode::kRdmaWrite:
-    case WrOpcode::kRdmaWriteWithImm:
-      wc.opcode = WcOpcode::kRdmaWrite;
-      break;
-    case WrOpcode::kRdmaRead:
-      wc.opcode = WcOpcode::kRdmaRead;
-      wc.byte_len = e.length;
-      break;
-    case WrOpcode::kBindWindow:
-      wc.opcode = WcOpcode::kBindWindow;
-      break;
-    case WrOpcode::kLocalInvalidate:
-      wc.opcode = WcOpcode::kLocalInvalidate;
-      break;
-    case WrOpcode::kRegisterFastRegion:
-      wc.opcode = WcOpcode::kRegisterFastRegion;
-      break;
-  }
+  wc.opcode = completion_opcode(e.opcode);
+  if (e.opcode == WrOpcode::kRdmaRead) wc.byte_len = e.length;
   reporter_.send_completion(wc);
 }
 

@@ -1,0 +1,34 @@
+// What each kind of send work request is: which check it passes when posted, how the engine
+// transmits it (proto::OutboundRequest::Kind) and which completion opcode it ends with. Pure
+// functions of the request; the send queue (verbs/send_queue.h) holds the requests.
+#pragma once
+
+#include <cstdint>
+
+#include "proto/rdmap_port.h"
+#include "uwarp/status.h"
+#include "uwarp/types.h"
+
+namespace uwarp::verbs {
+
+// A bind, local invalidation or fast registration: carried out by the QP, nothing on the wire.
+inline bool is_local_operation(WrOpcode opcode) {
+  return opcode == WrOpcode::kBindWindow || opcode == WrOpcode::kLocalInvalidate ||
+         opcode == WrOpcode::kRegisterFastRegion;
+}
+
+// The request's shape as posted: its payload length, and whether its data is copied at post
+// (inline).
+struct PostedShape {
+  std::uint64_t length = 0;
+  bool is_inline = false;
+};
+// Checks `wr` against the QP's SGE limit and the device's limits (reads_allowed: false refuses
+// an RDMA Read, the connection's ORD being 0); the queue's own room is the caller's.
+Expected<PostedShape, Status> check_send_wr(const SendWr& wr, std::uint32_t max_sge,
+                                            const DeviceLimits& limits, bool reads_allowed);
+
+proto::OutboundRequest::Kind request_kind(WrOpcode opcode, std::uint32_t length);
+WcOpcode completion_opcode(WrOpcode opcode);
+
+}  // namespace uwarp::verbs
