@@ -81,7 +81,7 @@ class Client {
     SizeResult warmup = r;
     warmup.iters = warmup_iters(r.iters);
     if (!bandwidth(size, warmup) || !bandwidth(size, r)) return false;
-    return latency(size, r);
+    return !o_.latency || latency(size, r);
   }
 
   void bye() {
@@ -240,6 +240,8 @@ class Client {
 
     const auto t0 = Clock::now();
     auto last_report = t0;
+    auto last_completion = t0;
+    Clock::duration max_gap{};
     std::uint64_t total_done = 0;
     const std::uint64_t total = r.iters * qps.size();
     std::vector<WorkCompletion> wcs;
@@ -265,6 +267,11 @@ class Client {
       }
       wcs.clear();
       if (!ep_.pump(kTimeoutMs, wcs)) return fail(no_progress());
+      if (!wcs.empty()) {
+        const auto now = Clock::now();
+        max_gap = std::max(max_gap, now - last_completion);
+        last_completion = now;
+      }
       for (const WorkCompletion& wc : wcs) {
         if (wc.status != WcStatus::kSuccess) {
           return fail(std::string("work completion: ") + std::string(to_string(wc.status)));
@@ -303,6 +310,7 @@ class Client {
     r.seconds = secs;
     r.gbps = double(total) * size * 8 / secs / 1e9;
     r.msg_rate = double(total) / secs;
+    r.max_gap_ms = std::chrono::duration<double, std::milli>(max_gap).count();
     r.verified = o_.verify && good;
     if (o_.verify && !good) return fail("data verification failed");
     return true;
