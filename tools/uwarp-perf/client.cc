@@ -296,12 +296,17 @@ class Client {
     // A Write completes once TCP has it; a zero-length Read behind it on the same stream
     // completes only after the server has placed every byte before it.
     if (o_.op == Op::kWrite && !flush_writes()) return false;
+    // The clock stops once the client knows that every byte is at its destination, as the TCP
+    // baseline's stops at the server's answer: a Write's at the completion of the Read behind
+    // it, a Read's at its own completion (both here), a Send's at the server's result (the
+    // server counted the messages). The End/Result exchange of a Write or a Read only verifies.
+    double secs = std::chrono::duration<double>(Clock::now() - t0).count();
     CtrlMsg end;
     end.type = MsgType::kEnd;
     if (!ep_.send_ctrl(end)) return fail("control send failed");
     auto result = ep_.wait_ctrl(MsgType::kResult, kTimeoutMs);
     if (!result) return fail("server sent no result: " + no_progress());
-    const double secs = std::chrono::duration<double>(Clock::now() - t0).count();
+    if (o_.op == Op::kSend) secs = std::chrono::duration<double>(Clock::now() - t0).count();
     bool good = result->value == 1;
     if (o_.op == Op::kRead && o_.verify) {
       for (std::uint32_t q = 0; q < qps.size(); ++q)
