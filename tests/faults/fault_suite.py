@@ -494,9 +494,9 @@ def case_churn(r):
     alone = write("client-alone", (256 << 20) // CHURN_SIZE)
     r.finish(alone, CASE_LIMIT_S, alone.started, 0, "client (alone)")
     a = data_row(alone, "client (alone)")
-    # Under churn: about half the churn's paced length at the rate alone, started once the churn
-    # is under way, so that the churn covers the whole run (checked below).
-    iters = max(1024, int(a["gbps"] * 1e9 / 8 * CHURN_SECONDS / 2 / CHURN_SIZE))
+    # Under churn: a third of the churn's paced length at the rate alone, started once the churn
+    # is under way, so that the churn covers the whole run (checked below) even at the floor.
+    iters = max(1024, int(a["gbps"] * 1e9 / 8 * CHURN_SECONDS / 3 / CHURN_SIZE))
     churn = Proc(sys.executable, r.suite.logdir, f"{r.case}-churn", NS_C,
                  [CHURN, "--host", IP_S, "--port", str(r.port), "--count", str(CHURN_CONNECTIONS),
                   "--seconds", str(CHURN_SECONDS), "--max-seconds", "40"], r.env())
