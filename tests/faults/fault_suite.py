@@ -692,11 +692,12 @@ TUN_DELAY_MS = 50  # each way: a round trip of 100 ms
 # the same process, so that its connections share the progress thread with the data QP).
 # Under churn the data QP must keep CHURN_MIN_RATIO of its rate alone: the churn client and the
 # kernel's work for ~170 connections a second take their CPU from the same two cores (measured
-# over twelve runs: 0.83-1.34x, the spread of this VM), while a progress thread that spun would
-# take a whole core from the data path. It must not go CHURN_MAX_GAP_MS without a completion:
-# above TCP's own recovery on this veth, which drops packets under load (an RTO is 200 ms or
-# more, and doubles), and the pauses of a loaded 2-core VM (measured alone: 53-127 ms, under
-# churn: 46-125 ms), well below a request time-out (5 s). Once the churn is over, the server must be idle: at most CHURN_IDLE_CPU of CPU in a
+# in seven runs: 0.68-1.14x the mean of the runs alone, 0.68 where the VM's speed fell by 40 %
+# between them), while a progress thread that spun would take a whole core from the data path.
+# It must not go CHURN_MAX_GAP_MS without a completion: above TCP's own recovery on this veth,
+# which drops packets under load (an RTO is 200 ms or more, and doubles), and the pauses of a
+# loaded 2-core VM (measured in sixteen runs, alone: 49-133 ms, under churn: 46-125 ms), well
+# below a request time-out (5 s). Once the churn is over, the server must be idle: at most CHURN_IDLE_CPU of CPU in a
 # second (its accepting thread wakes 10 times a second).
 CHURN_CONNECTIONS = 1000
 CHURN_SECONDS = 6.0
@@ -713,11 +714,11 @@ CHURN_SIZE = 64 << 10
 # share the path's cap: the kernel's send buffer (net.ipv4.tcp_wmem, 4 MiB at most here) over the
 # 100 ms round trip, less what the loss costs, well below what the forwarder moves without delay.
 # The target is WAN_TARGET (the ratio of the medians); the case fails only below WAN_FLOOR,
-# which a loaded CI machine still passes: over seven runs of 3 rounds the ratio of the medians
-# measured 0.92-1.05 (1.02 pooled over the 21 rounds) and single rounds 0.87-1.23: the loss
-# falls differently in each run, and uwarp's rounds spread more than TCP's (a standard
-# deviation of 11 against 7 Mbit/s); iWARP's framing alone costs 1.4 % (20 of each segment's
-# 1448 bytes). Five rounds make the medians steadier than three.
+# which a loaded CI machine still passes: over twelve runs (eight of 3 rounds, four of 5) the
+# ratio of the medians measured 0.92-1.08 (1.02 pooled over 41 of their rounds) and single
+# rounds 0.82-1.23: the loss falls differently in each run, and uwarp's rounds spread more than
+# TCP's (a standard deviation of 12 against 7 Mbit/s); iWARP's framing alone costs 1.4 % (20 of
+# each segment's 1448 bytes).
 WAN_DELAY_MS = 50
 WAN_LOSS_PCT = 0.1
 WAN_ROUNDS = 5
