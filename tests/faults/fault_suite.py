@@ -25,12 +25,12 @@ byte checked). The cases:
                       of a Write, Read or Send: with UWARP_TCP_USER_TIMEOUT_MS=LIVENESS_MS every
                       QP of both processes enters ERROR and flushes, and both exit with status 1
                       within BLACKHOLE_BOUND_S.
-  churn               a server's data QP Writes 64 KiB alone, then while
+  churn               a server's data QP Writes 64 KiB alone; then while
                       tests/faults/churn_client.py opens and drops 1,000 connections against the
                       same server's listener (whose connections share the data QP's progress
                       thread), about 170 a second, in six shapes: TCP close or reset before any
                       MPA byte, half a request then reset, a request rejected, a request accepted
-                      (a session, its QP in RTS) then closed or reset, then alone again. Under
+                      (a session, its QP in RTS) then closed or reset; then alone again. Under
                       churn the data QP keeps at least CHURN_MIN_RATIO of its mean rate alone
                       and never goes CHURN_MAX_GAP_MS without a completion; the server is idle
                       after it; its listener accounts for every connection (accepted, MPA
@@ -278,10 +278,10 @@ class Run:
             e["UWARP_TCP_USER_TIMEOUT_MS"] = str(self.liveness_ms)
         return e
 
-    def start_server(self, tag="server", once=True, extra=()):
+    def start_server(self, tag="server", once=True):
         s = Proc(self.suite.perf, self.suite.logdir, f"{self.case}-{tag}", NS_S,
                  ["server", "--addr", "0.0.0.0", "--port", str(self.port), *(["--once"] if once else []),
-                  "--audit", "--no-progress", *extra], self.env())
+                  "--audit", "--no-progress"], self.env())
         self.procs.append(s)
         self.wait_for(lambda: f"listening on 0.0.0.0 port {self.port}" in s.stderr() or s.poll() is not None,
                       10, "the server to listen")
@@ -692,11 +692,11 @@ TUN_DELAY_MS = 50  # each way: a round trip of 100 ms
 # the same process, so that its connections share the progress thread with the data QP).
 # Under churn the data QP must keep CHURN_MIN_RATIO of its rate alone: the churn client and the
 # kernel's work for ~170 connections a second take their CPU from the same two cores (measured
-# in seven runs: 0.68-1.14x the mean of the runs alone, 0.68 where the VM's speed fell by 40 %
+# in eight runs: 0.68-1.23x the mean of the runs alone, 0.68 where the VM's speed fell by 40 %
 # between them), while a progress thread that spun would take a whole core from the data path.
 # It must not go CHURN_MAX_GAP_MS without a completion: above TCP's own recovery on this veth,
 # which drops packets under load (an RTO is 200 ms or more, and doubles), and the pauses of a
-# loaded 2-core VM (measured in sixteen runs, alone: 49-133 ms, under churn: 46-125 ms), well
+# loaded 2-core VM (measured in seventeen runs, alone: 31-133 ms, under churn: 32-125 ms), well
 # below a request time-out (5 s). Once the churn is over, the server must be idle: at most CHURN_IDLE_CPU of CPU in a
 # second (its accepting thread wakes 10 times a second).
 CHURN_CONNECTIONS = 1000
@@ -714,8 +714,8 @@ CHURN_SIZE = 64 << 10
 # share the path's cap: the kernel's send buffer (net.ipv4.tcp_wmem, 4 MiB at most here) over the
 # 100 ms round trip, less what the loss costs, well below what the forwarder moves without delay.
 # The target is WAN_TARGET (the ratio of the medians); the case fails only below WAN_FLOOR,
-# which a loaded CI machine still passes: over twelve runs (eight of 3 rounds, four of 5) the
-# ratio of the medians measured 0.92-1.08 (1.02 pooled over 41 of their rounds) and single
+# which a loaded CI machine still passes: over thirteen runs (eight of 3 rounds, five of 5) the
+# ratio of the medians measured 0.92-1.08 (1.01 pooled over 46 of their rounds) and single
 # rounds 0.82-1.23: the loss falls differently in each run, and uwarp's rounds spread more than
 # TCP's (a standard deviation of 12 against 7 Mbit/s); iWARP's framing alone costs 1.4 % (20 of
 # each segment's 1448 bytes).
