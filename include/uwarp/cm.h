@@ -83,8 +83,12 @@ struct ListenParams {
   int request_timeout_ms = 0;
 };
 
-// What a listener has done so far (counts since listen), readable from any thread.
+// What a listener has done so far (counts since listen), readable from any thread. Of the
+// connections accepted, accepted - dropped - timed_out - requests were closed before their MPA
+// request was complete (by the peer, or as malformed) or still wait for it.
 struct ListenerStats {
+  std::uint64_t accepted = 0;       // connections taken from the kernel's queue (dropped ones too)
+  std::uint64_t requests = 0;       // complete MPA requests (each reported as kConnectRequest)
   std::uint64_t pending = 0;        // pending connections now
   std::uint64_t dropped = 0;        // closed at once: max_pending were pending
   std::uint64_t timed_out = 0;      // closed: no complete MPA request in request_timeout_ms

@@ -119,8 +119,8 @@ std::uint16_t Listener::port() const { return impl_ ? impl_->address().port() : 
 ListenerStats Listener::stats() const {
   if (!impl_) return {};
   const cm::ListenerCounts c = impl_->counts();
-  return ListenerStats{.pending = c.pending, .dropped = c.dropped, .timed_out = c.timed_out,
-                       .accept_errors = c.accept_errors};
+  return ListenerStats{.accepted = c.accepted, .requests = c.requests, .pending = c.pending,
+                       .dropped = c.dropped, .timed_out = c.timed_out, .accept_errors = c.accept_errors};
 }
 void Listener::close() {
   if (impl_) impl_->close();

@@ -38,8 +38,11 @@ struct ListenOptions {
   }
 };
 
-// A listener's counts since listen (cm::Listener::counts).
+// A listener's counts since listen (cm::Listener::counts); the native API's ListenerStats says
+// what each means.
 struct ListenerCounts {
+  std::uint64_t accepted = 0;
+  std::uint64_t requests = 0;
   std::uint64_t pending = 0;
   std::uint64_t dropped = 0;
   std::uint64_t timed_out = 0;

@@ -62,6 +62,7 @@ void Listener::release(Connection* c) {
 }
 
 void Listener::request_complete(Connection* c) {
+  requests_.fetch_add(1, std::memory_order_relaxed);
   auto it = arrival_of(c);
   if (it == arrivals_.end()) {
     c->report_request();  // its place expired: nothing waits for it, and it waits for nothing
@@ -92,6 +93,7 @@ void Listener::on_accept(Result<io::Fd> connection, const io::SocketAddress& pee
     accept_errors_.fetch_add(1, std::memory_order_relaxed);  // keep listening
     return;
   }
+  accepted_.fetch_add(1, std::memory_order_relaxed);
   if (pending_.size() >= options_.max_pending) {
     dropped_.fetch_add(1, std::memory_order_relaxed);
     io::close_with_reset(std::move(*connection));  // before its MPA exchange starts
@@ -103,7 +105,9 @@ void Listener::on_accept(Result<io::Fd> connection, const io::SocketAddress& pee
 }
 
 ListenerCounts Listener::counts() const {
-  return ListenerCounts{.pending = pending_count_.load(std::memory_order_relaxed),
+  return ListenerCounts{.accepted = accepted_.load(std::memory_order_relaxed),
+                        .requests = requests_.load(std::memory_order_relaxed),
+                        .pending = pending_count_.load(std::memory_order_relaxed),
                         .dropped = dropped_.load(std::memory_order_relaxed),
                         .timed_out = timed_out_.load(std::memory_order_relaxed),
                         .accept_errors = accept_errors_.load(std::memory_order_relaxed)};

@@ -86,6 +86,8 @@ class Listener final : public io::IoHandler, public std::enable_shared_from_this
   std::deque<Arrival> arrivals_;
   runtime::EngineTimer order_timer_;  // until the first place that holds back a request expires
   // Counts: written on the engine thread, read by counts() from any thread.
+  std::atomic<std::uint64_t> accepted_{0};
+  std::atomic<std::uint64_t> requests_{0};
   std::atomic<std::uint64_t> pending_count_{0};  // pending_.size()
   std::atomic<std::uint64_t> dropped_{0};
   std::atomic<std::uint64_t> timed_out_{0};

@@ -196,6 +196,11 @@ TEST_P(ListenerLimits, ConnectionsBeyondMaxPendingAreClosedAtOnce) {
   EXPECT_EQ(st.pending, 0u);
   EXPECT_EQ(st.dropped, kBeyond + 1u);
   EXPECT_EQ(st.accept_errors, 0u);
+  // Every connection is counted once: the silent ones, those beyond (the refused uwarp connect
+  // among them), and the one accepted; the silent one that left closed before its request.
+  EXPECT_EQ(st.accepted, kMax + kBeyond + 2u);
+  EXPECT_EQ(st.requests, 1u);
+  EXPECT_EQ(st.accepted - st.dropped - st.timed_out - st.requests, 1u);
 }
 
 INSTANTIATE_TEST_SUITE_P(Backends, ListenerLimits, ::testing::Values("epoll", "uring"),

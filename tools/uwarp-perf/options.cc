@@ -28,6 +28,7 @@ void print_usage() {
       "                    [--iters K] [--qps Q] [--depth D] [--crc] [--verify] [--json] "
       "[--no-progress] [--tcp]\n"
       "                    [--shared-buffer] [--post-list N] [--wait poll|block] [--audit]\n"
+      "                    [--no-latency]\n"
       "  uwarp-perf loopback [client options]   both ends in this process, over 127.0.0.1\n"
       "--tcp: the raw TCP baseline instead of uwarp (same sizes; stream and ping-pong; with\n"
       "  --qps N, the stream over N connections, no ping-pong)\n"
@@ -37,6 +38,9 @@ void print_usage() {
       "--wait poll|block: how both ends of a bandwidth run wait for completions: poll the CQ\n"
       "  (default, as perftest) or block on the completion channel (as a blocking TCP receive);\n"
       "  the latency runs always poll\n"
+      "--no-latency: bandwidth runs only, no ping-pong after them (a path with a long round\n"
+      "  trip makes the ping-pong of large messages take long); the TCP baseline then verifies\n"
+      "  nothing (it checks the last echo)\n"
       "--audit: at the end, every QP is moved to ERROR and every work request posted must be\n"
       "  accounted for exactly once (a completion, or unsignaled and succeeded), and the process\n"
       "  must end with the threads and fds it started with; both are printed to stderr (the\n"
@@ -171,6 +175,8 @@ std::optional<Options> parse_options(int argc, char** argv) {
       o.json = true;
     } else if (a == "--no-progress") {
       o.progress = false;
+    } else if (a == "--no-latency") {
+      o.latency = false;
     } else if (a == "--once") {
       o.once = true;
     } else if (a == "--tcp") {

@@ -30,6 +30,7 @@ struct Options {
   bool verify = false;
   bool json = false;
   bool progress = true;
+  bool latency = true;  // client: after each bandwidth run, the ping-pong (--no-latency: none)
   bool once = false;  // server: exit after one client
   bool tcp = false;   // the raw TCP baseline instead of uwarp
   bool shared_buffer = false;  // one buffer for all data QPs (protocol.h: kHelloSharedBuffer)

@@ -20,6 +20,9 @@ struct SizeResult {
   double seconds = 0;
   double gbps = 0;
   double msg_rate = 0;  // messages per second, all QPs
+  // uwarp bandwidth runs: the longest time without a completion, from the first post to the
+  // last completion (a stall of the data path shows here; the rate averages it away).
+  double max_gap_ms = 0;
   double lat_median_us = 0;
   double lat_p99_us = 0;
   std::uint32_t lat_iters = 0;

@@ -389,6 +389,16 @@ int run_server(const Options& o, std::atomic<bool>& stop, std::atomic<int>* boun
     t.join();
     report(*sessions[id]);
   }
+  if (o.mode == Mode::kServer) {
+    // What the listener saw: every connection accepted is counted once (ListenerStats).
+    const ListenerStats ls = listener->stats();
+    auto n = [](std::uint64_t v) { return static_cast<unsigned long long>(v); };
+    std::fprintf(stderr,
+                 "uwarp-perf server: listener: %llu accepted, %llu MPA requests, %llu pending, "
+                 "%llu timed out, %llu dropped, %llu accept errors\n",
+                 n(ls.accepted), n(ls.requests), n(ls.pending), n(ls.timed_out), n(ls.dropped),
+                 n(ls.accept_errors));
+  }
   // With --once the exit status is that of the one client's session.
   return o.once && any_failed ? 1 : 0;
 }
