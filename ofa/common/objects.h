@@ -85,7 +85,7 @@ struct OfaContext {
 struct OfaPd {
   ibv_pd ibv{};
   ProtectionDomain core;
-  std::atomic<std::uint32_t> users{0};  // MRs, QPs and SRQs: dealloc_pd answers EBUSY
+  std::atomic<std::uint32_t> users{0};  // MRs, MWs, QPs and SRQs: dealloc_pd answers EBUSY
   explicit OfaPd(ProtectionDomain p) : core(std::move(p)) {}
   static OfaPd* from(ibv_pd* p) { return wrapper_of<OfaPd>(p); }
 };
@@ -95,6 +95,15 @@ struct OfaMr {
   MemoryRegion core;
   explicit OfaMr(MemoryRegion m) : core(std::move(m)) {}
   static OfaMr* from(ibv_mr* m) { return wrapper_of<OfaMr>(m); }
+};
+
+// A memory window. ibv.rkey is the STag of the last bind posted (ibv_bind_mw, IBV_WR_BIND_MW),
+// written when the bind is posted, as rdma-core's providers do; the application reads it.
+struct OfaMw {
+  ibv_mw ibv{};
+  MemoryWindow core;
+  explicit OfaMw(MemoryWindow w) : core(std::move(w)) {}
+  static OfaMw* from(ibv_mw* w) { return wrapper_of<OfaMw>(w); }
 };
 
 struct OfaChannel {

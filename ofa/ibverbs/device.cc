@@ -143,12 +143,14 @@ void fill_device_attr(const OfaContext& c, ibv_device_attr& a) {
   };
   a.max_qp = clamp(lim.max_qp);
   a.max_qp_wr = clamp(lim.max_qp_wr);
-  a.device_cap_flags = 0;
+  // Memory windows of type 1 and type 2B (a type 2 window is bound to one QP; no type 2A).
+  a.device_cap_flags = IBV_DEVICE_MEM_WINDOW | IBV_DEVICE_MEM_WINDOW_TYPE_2B;
   a.max_sge = clamp(lim.max_sge);
   a.max_sge_rd = clamp(lim.max_sge_rd);
   a.max_cq = clamp(lim.max_cq);
   a.max_cqe = clamp(lim.max_cqe);
   a.max_mr = clamp(lim.max_mr);
+  a.max_mw = clamp(lim.max_mr);  // windows and regions share the device's STag table
   a.max_pd = clamp(lim.max_pd);
   a.max_qp_rd_atom = clamp(lim.max_qp_rd_atom);
   a.max_qp_init_rd_atom = clamp(lim.max_qp_init_rd_atom);
@@ -276,6 +278,7 @@ int query_device_ex(ibv_context* context, const ibv_query_device_ex_input* input
   std::memset(&ex, 0, sizeof ex);
   fill_device_attr(*c, ex.orig_attr);
   ex.phys_port_cnt_ex = ex.orig_attr.phys_port_cnt;
+  ex.device_cap_flags_ex = ex.orig_attr.device_cap_flags;  // the same bits, as the kernel's
   std::memcpy(attr, &ex, std::min(attr_size, sizeof ex));
   if (attr_size > sizeof ex) {
     std::memset(reinterpret_cast<char*>(attr) + sizeof ex, 0, attr_size - sizeof ex);

@@ -28,9 +28,12 @@ int post_recv(ibv_qp* qp, ibv_recv_wr* wr, ibv_recv_wr** bad_wr);
 int post_srq_recv(ibv_srq* srq, ibv_recv_wr* wr, ibv_recv_wr** bad_wr);
 ibv_qp* create_qp_ex(ibv_context* context, ibv_qp_init_attr_ex* attr);
 
-// stubs.cc: memory windows are not supported (ibv_alloc_mw then fails with EOPNOTSUPP).
+// memory.cc: memory windows (ibv_alloc_mw, ibv_dealloc_mw, ibv_bind_mw).
 ibv_mw* alloc_mw(ibv_pd* pd, ibv_mw_type type);
 int dealloc_mw(ibv_mw* mw);
 int bind_mw(ibv_qp* qp, ibv_mw* mw, ibv_mw_bind* bind);
+// Not an op: the access:: rights of a window from ibv_mw_bind_info.mw_access_flags (local write
+// is ignored); false if a flag is not a right a window carries (EINVAL for the caller).
+bool window_rights(unsigned mw_access_flags, std::uint32_t& rights);
 
 }  // namespace uwarp::ofa

@@ -18,11 +18,16 @@
 // RDMA_WRITE_WITH_IMM (RFC 7306: the Write, then an Immediate Data message whose first four bytes
 // are imm_data as the application stored it, network order). SEND_WITH_IMM fails with EINVAL:
 // RFC 7306 defines no Send that carries immediate data (docs/immediate-data.md).
+// IBV_WR_BIND_MW binds a type 2 window (type 1: ibv_bind_mw, EINVAL here) as bind_mw.rkey, the
+// key the application chose (normally ibv_inc_rkey(mw->rkey)), over bind_info; mw->rkey becomes
+// that STag once the request is posted. IBV_WR_LOCAL_INV invalidates invalidate_rkey (a type 2
+// window). Both take effect in posting order (memory.cc, verbs/stag_slot.h).
 #include <arpa/inet.h>
 #include <pthread.h>
 
 #include <algorithm>
 #include <array>
+#include <cstdint>
 #include <cstring>
 #include <new>
 #include <vector>
@@ -58,6 +63,13 @@ class SgeList {
     for (std::size_t i = 0; i < n; ++i)
       out[i] = Sge{sg_list[i].addr, sg_list[i].length, sg_list[i].lkey};
     span_ = std::span<const Sge>(out, n);
+    return true;
+  }
+  // Exactly one SGE (a window's range); false if its length does not fit the core's 32 bits.
+  bool assign_one(std::uint64_t addr, std::uint64_t length, std::uint32_t lkey) {
+    if (length > UINT32_MAX) return false;
+    stack_[0] = Sge{addr, static_cast<std::uint32_t>(length), lkey};
+    span_ = std::span<const Sge>(stack_.data(), 1);
     return true;
   }
   std::span<const Sge> span() const { return span_; }
@@ -97,8 +109,24 @@ int convert_send(const ibv_send_wr& wr, SendWr& w, SgeList& sges) {
       w.rkey = wr.wr.rdma.rkey;
       w.imm_data = ntohl(wr.imm_data);  // __be32: the core sends it big-endian again
       break;
+    case IBV_WR_BIND_MW: {
+      const ibv_mw_bind_info& info = wr.bind_mw.bind_info;
+      if (wr.bind_mw.mw == nullptr || enum_value(wr.bind_mw.mw->type) != IBV_MW_TYPE_2 ||
+          info.mr == nullptr || !window_rights(info.mw_access_flags, w.access)) {
+        return EINVAL;
+      }
+      w.opcode = WrOpcode::kBindWindow;
+      w.rkey = wr.bind_mw.rkey;
+      // The range, in the region's address space, and the region by its lkey: the core's form.
+      if (!sges.assign_one(info.addr, info.length, info.mr->lkey)) return EINVAL;
+      break;
+    }
+    case IBV_WR_LOCAL_INV:
+      w.opcode = WrOpcode::kLocalInvalidate;
+      w.invalidate_rkey = wr.invalidate_rkey;
+      break;
     default:
-      return EINVAL;  // Send with immediate, atomics, memory windows, TSO: not on uwarp
+      return EINVAL;  // Send with immediate, atomics, TSO: not on uwarp
   }
   if ((wr.send_flags & ~kSendFlags) != 0) return EINVAL;
   if ((wr.send_flags & IBV_SEND_INLINE) != 0 && opcode == IBV_WR_RDMA_READ) return EINVAL;
@@ -107,6 +135,11 @@ int convert_send(const ibv_send_wr& wr, SendWr& w, SgeList& sges) {
   if ((wr.send_flags & IBV_SEND_SOLICITED) != 0) w.flags |= send_flags::kSolicited;
   if ((wr.send_flags & IBV_SEND_INLINE) != 0) w.flags |= send_flags::kInline;
   if ((wr.send_flags & IBV_SEND_FENCE) != 0) w.flags |= send_flags::kFence;
+  if (opcode == IBV_WR_BIND_MW || opcode == IBV_WR_LOCAL_INV) {
+    if ((wr.send_flags & IBV_SEND_INLINE) != 0) return EINVAL;
+    w.sg_list = sges.span();  // the range of a bind; none for an invalidation (wr.sg_list unused)
+    return 0;
+  }
   try {
     if (!sges.assign(wr.sg_list, wr.num_sge)) return EINVAL;
   } catch (const std::bad_alloc&) {
@@ -114,6 +147,12 @@ int convert_send(const ibv_send_wr& wr, SendWr& w, SgeList& sges) {
   }
   w.sg_list = sges.span();
   return 0;
+}
+
+// What a request does to the application's objects once posted: a bind gives mw->rkey the STag
+// the window will have (rdma-core's providers set it at post time too).
+void note_posted(const ibv_send_wr& wr) {
+  if (enum_value(wr.opcode) == IBV_WR_BIND_MW) wr.bind_mw.mw->rkey = wr.bind_mw.rkey;
 }
 
 // A list of requests goes to the core in chunks of this many, each chunk one post (so its
@@ -129,6 +168,7 @@ int post_send_list(QueuePair& qp, ibv_send_wr* wr, ibv_send_wr** bad_wr) {
       const Status s = qp.post_send(w);
       err = s ? 0 : to_errno(s);
     }
+    if (err == 0) note_posted(*wr);
     if (err != 0 && bad_wr != nullptr) *bad_wr = wr;
     return err;
   }
@@ -147,6 +187,7 @@ int post_send_list(QueuePair& qp, ibv_send_wr* wr, ibv_send_wr** bad_wr) {
     if (n > 0) {
       std::size_t posted = 0;
       const Status s = qp.post_send(std::span<const SendWr>(ws.data(), n), &posted);
+      for (std::size_t i = 0; i < (s ? n : posted); ++i) note_posted(*from[i]);
       if (!s) {
         if (bad_wr != nullptr) *bad_wr = from[std::min(posted, n - 1)];
         return to_errno(s);

@@ -2,7 +2,7 @@
 // binaries are linked BIND_NOW, so every symbol they, librdmacm.so.1 or the providers perftest
 // loads (libmlx5.so.1, libefa.so.1) import must exist, even if never called.
 //
-// Public verbs: address handles, multicast, memory windows, ECE, import/export, dma-buf and
+// Public verbs: address handles, multicast, ECE, import/export, dma-buf and
 // re-registration fail as rdma-core documents for an unsupported operation (NULL or an error
 // with errno EOPNOTSUPP). IBVERBS_PRIVATE_34 (the provider interface): the providers' load-time
 // constructor calls verbs_register_driver_34, a no-op here, so they never match a device;
@@ -14,17 +14,6 @@
 #include "ibverbs/ops.h"
 
 namespace uwarp::ofa {
-
-ibv_mw* alloc_mw(ibv_pd* /*pd*/, ibv_mw_type /*type*/) {
-  errno = EOPNOTSUPP;
-  return nullptr;
-}
-int dealloc_mw(ibv_mw* /*mw*/) {
-  return EOPNOTSUPP;
-}
-int bind_mw(ibv_qp* /*qp*/, ibv_mw* /*mw*/, ibv_mw_bind* /*bind*/) {
-  return EOPNOTSUPP;
-}
 
 namespace {
 template <typename T>

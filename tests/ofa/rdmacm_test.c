@@ -12,7 +12,10 @@
  *     a Send over the connection, ports and addresses of both ids;
  *   - rdma_disconnect: the posted receive is flushed, the armed completion channel fires, and
  *     DISCONNECTED reaches both sides;
- *   - the synchronous mode: rdma_create_ep, rdma_get_request, blocking connect/accept.
+ *   - the synchronous mode: rdma_create_ep, rdma_get_request, blocking connect/accept;
+ *   - memory windows over a connection: type 1 bound with ibv_bind_mw (rkey advances), type 2
+ *     with IBV_WR_BIND_MW, the peer's RDMA Write and Read through them, IBV_WR_LOCAL_INV,
+ *     ibv_dereg_mr EBUSY while bound, the completion opcodes, IBV_WC_MW_BIND_ERR for a bad bind.
  * Over 127.0.0.1 and ::1. Exit status 0 if every check passed; each failure prints the file
  * line and the expression. */
 #define _GNU_SOURCE
@@ -488,12 +491,222 @@ static void test_sync(const char* host) {
   rdma_destroy_ep(listen_id);
 }
 
+/* --- memory windows ------------------------------------------------------------------------ */
+
+/* One connection over `host`: the client's and the server's ids, each QP with its own CQs
+ * (made by rdma_create_qp), in the process's one PD. */
+struct conn {
+  struct rdma_event_channel* sch;
+  struct rdma_event_channel* cch;
+  struct rdma_cm_id* listen_id;
+  struct rdma_cm_id* c;
+  struct rdma_cm_id* s;
+};
+
+static int open_conn(const char* host, struct conn* k) {
+  memset(k, 0, sizeof *k);
+  k->sch = rdma_create_event_channel();
+  k->cch = rdma_create_event_channel();
+  if (k->sch == NULL || k->cch == NULL) return -1;
+  struct sockaddr_storage any;
+  make_addr(host, 0, &any);
+  if (rdma_create_id(k->sch, &k->listen_id, NULL, RDMA_PS_TCP) != 0 ||
+      rdma_bind_addr(k->listen_id, (struct sockaddr*)&any) != 0 || rdma_listen(k->listen_id, 1) != 0) {
+    return -1;
+  }
+  k->c = resolved_id(k->cch, host, ntohs(rdma_get_src_port(k->listen_id)));
+  struct ibv_qp_init_attr a = qp_attr();
+  if (k->c == NULL || rdma_create_qp(k->c, NULL, &a) != 0 || rdma_connect(k->c, NULL) != 0) return -1;
+  struct rdma_cm_event* e = EXPECT_EVENT(k->sch, RDMA_CM_EVENT_CONNECT_REQUEST);
+  if (e == NULL) return -1;
+  k->s = e->id;
+  rdma_ack_cm_event(e);
+  a = qp_attr();
+  if (rdma_create_qp(k->s, NULL, &a) != 0 || rdma_accept(k->s, NULL) != 0) return -1;
+  e = EXPECT_EVENT(k->sch, RDMA_CM_EVENT_ESTABLISHED);
+  if (e != NULL) rdma_ack_cm_event(e);
+  e = EXPECT_EVENT(k->cch, RDMA_CM_EVENT_ESTABLISHED);
+  if (e == NULL) return -1;
+  rdma_ack_cm_event(e);
+  return 0;
+}
+
+static void close_conn(struct conn* k) {
+  struct rdma_cm_id* ids[] = {k->c, k->s, k->listen_id};
+  for (int i = 0; i < 3; ++i) {
+    if (ids[i] == NULL) continue;
+    if (ids[i]->qp != NULL) rdma_destroy_qp(ids[i]);
+    rdma_destroy_id(ids[i]);
+  }
+  if (k->cch != NULL) rdma_destroy_event_channel(k->cch);
+  if (k->sch != NULL) rdma_destroy_event_channel(k->sch);
+}
+
+/* The next completion of `cq` within 5 s; 1 if there was one. */
+static int wait_wc(struct ibv_cq* cq, struct ibv_wc* wc) {
+  for (int i = 0; i < 5000; ++i) {
+    int n = ibv_poll_cq(cq, 1, wc);
+    if (n != 0) return n;
+    usleep(1000);
+  }
+  return 0;
+}
+
+/* `id` posts one RDMA Write or Read of `len` bytes of `local` (lkey) at `remote` of `rkey`; the
+ * status of its completion (-1 if it could not be posted or did not complete). */
+static int rdma_op(struct rdma_cm_id* id, enum ibv_wr_opcode op, void* local, uint32_t lkey,
+                   uint32_t len, uint64_t remote, uint32_t rkey) {
+  struct ibv_sge sge = {(uintptr_t)local, len, lkey};
+  struct ibv_send_wr wr;
+  memset(&wr, 0, sizeof wr);
+  wr.wr_id = 60;
+  wr.opcode = op;
+  wr.sg_list = &sge;
+  wr.num_sge = 1;
+  wr.send_flags = IBV_SEND_SIGNALED;
+  wr.wr.rdma.remote_addr = remote;
+  wr.wr.rdma.rkey = rkey;
+  struct ibv_send_wr* bad = NULL;
+  if (ibv_post_send(id->qp, &wr, &bad) != 0) return -1;
+  struct ibv_wc wc;
+  if (wait_wc(id->send_cq, &wc) != 1 || wc.wr_id != 60) return -1;
+  return (int)wc.status;
+}
+
+/* A type 2 bind of `mw` as `rkey` over [addr, addr + len) of `mr`, signaled. */
+static struct ibv_send_wr bind_wr(struct ibv_mw* mw, uint32_t rkey, struct ibv_mr* mr, void* addr,
+                                  uint64_t len, unsigned rights) {
+  struct ibv_send_wr wr;
+  memset(&wr, 0, sizeof wr);
+  wr.wr_id = 71;
+  wr.opcode = IBV_WR_BIND_MW;
+  wr.send_flags = IBV_SEND_SIGNALED;
+  wr.bind_mw.mw = mw;
+  wr.bind_mw.rkey = rkey;
+  wr.bind_mw.bind_info.mr = mr;
+  wr.bind_mw.bind_info.addr = (uintptr_t)addr;
+  wr.bind_mw.bind_info.length = len;
+  wr.bind_mw.bind_info.mw_access_flags = rights;
+  return wr;
+}
+
+static void test_memory_windows(const char* host) {
+  fprintf(stderr, "rdmacm_test: memory windows over %s\n", host);
+  struct conn k;
+  CHECK(open_conn(host, &k) == 0);
+  if (k.s == NULL || k.s->qp == NULL || k.c == NULL || k.c->qp == NULL) {
+    close_conn(&k);
+    return;
+  }
+  static char mem[8192]; /* the server's memory, reached only through windows */
+  static char cbuf[512]; /* the client's */
+  const unsigned remote_rw = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ;
+  /* Local write and binding only: the remote rights come from the windows. */
+  struct ibv_mr* mr = ibv_reg_mr(k.s->pd, mem, sizeof mem, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_MW_BIND);
+  struct ibv_mr* cmr = ibv_reg_mr(k.c->pd, cbuf, sizeof cbuf, IBV_ACCESS_LOCAL_WRITE);
+  struct ibv_mw* mw1 = ibv_alloc_mw(k.s->pd, IBV_MW_TYPE_1);
+  struct ibv_mw* mw2 = ibv_alloc_mw(k.s->pd, IBV_MW_TYPE_2);
+  CHECK(mr != NULL && cmr != NULL && mw1 != NULL && mw2 != NULL);
+  if (mr == NULL || cmr == NULL || mw1 == NULL || mw2 == NULL) {
+    close_conn(&k);
+    return;
+  }
+  struct ibv_wc wc;
+  struct ibv_send_wr* bad = NULL;
+
+  /* Type 1: ibv_bind_mw moves mw->rkey to the next key at once; the bind completes in order. */
+  const uint32_t rkey0 = mw1->rkey;
+  struct ibv_mw_bind b1;
+  memset(&b1, 0, sizeof b1);
+  b1.wr_id = 51;
+  b1.send_flags = IBV_SEND_SIGNALED;
+  b1.bind_info.mr = mr;
+  b1.bind_info.addr = (uintptr_t)mem;
+  b1.bind_info.length = 4096;
+  b1.bind_info.mw_access_flags = remote_rw | IBV_ACCESS_LOCAL_WRITE; /* local write: ignored */
+  CHECK(ibv_bind_mw(k.s->qp, mw1, &b1) == 0);
+  CHECK(mw1->rkey == ibv_inc_rkey(rkey0));
+  CHECK(wait_wc(k.s->send_cq, &wc) == 1 && wc.wr_id == 51 && wc.status == IBV_WC_SUCCESS &&
+        wc.opcode == IBV_WC_BIND_MW);
+  strcpy(cbuf, "through window one");
+  CHECK(rdma_op(k.c, IBV_WR_RDMA_WRITE, cbuf, cmr->lkey, 19, (uintptr_t)mem + 100, mw1->rkey) ==
+        IBV_WC_SUCCESS);
+  memset(cbuf, 0, sizeof cbuf);
+  CHECK(rdma_op(k.c, IBV_WR_RDMA_READ, cbuf, cmr->lkey, 19, (uintptr_t)mem + 100, mw1->rkey) ==
+        IBV_WC_SUCCESS);
+  CHECK(strcmp(cbuf, "through window one") == 0 && strcmp(mem + 100, "through window one") == 0);
+  CHECK(ibv_dereg_mr(mr) == EBUSY); /* a window is bound in it */
+  /* Unbind (no region, length 0): the key advances again. */
+  const uint32_t rkey1 = mw1->rkey;
+  memset(&b1.bind_info, 0, sizeof b1.bind_info);
+  b1.wr_id = 52;
+  CHECK(ibv_bind_mw(k.s->qp, mw1, &b1) == 0);
+  CHECK(mw1->rkey == ibv_inc_rkey(rkey1));
+  CHECK(wait_wc(k.s->send_cq, &wc) == 1 && wc.wr_id == 52 && wc.status == IBV_WC_SUCCESS &&
+        wc.opcode == IBV_WC_BIND_MW);
+  /* A type 1 window is not bound by IBV_WR_BIND_MW. */
+  struct ibv_send_wr w = bind_wr(mw1, ibv_inc_rkey(mw1->rkey), mr, mem, 64, remote_rw);
+  CHECK(ibv_post_send(k.s->qp, &w, &bad) == EINVAL && bad == &w);
+
+  /* Type 2: bound with the key the application chose; mw->rkey is set when posted. */
+  const uint32_t rkey2 = ibv_inc_rkey(mw2->rkey);
+  w = bind_wr(mw2, rkey2, mr, mem + 4096, 4096, remote_rw);
+  CHECK(ibv_post_send(k.s->qp, &w, &bad) == 0);
+  CHECK(mw2->rkey == rkey2);
+  CHECK(wait_wc(k.s->send_cq, &wc) == 1 && wc.wr_id == 71 && wc.status == IBV_WC_SUCCESS &&
+        wc.opcode == IBV_WC_BIND_MW);
+  strcpy(cbuf, "through window two");
+  CHECK(rdma_op(k.c, IBV_WR_RDMA_WRITE, cbuf, cmr->lkey, 19, (uintptr_t)mem + 5000, rkey2) ==
+        IBV_WC_SUCCESS);
+  memset(cbuf, 0, sizeof cbuf);
+  CHECK(rdma_op(k.c, IBV_WR_RDMA_READ, cbuf, cmr->lkey, 19, (uintptr_t)mem + 5000, rkey2) ==
+        IBV_WC_SUCCESS);
+  CHECK(strcmp(cbuf, "through window two") == 0 && strcmp(mem + 5000, "through window two") == 0);
+  CHECK(ibv_dereg_mr(mr) == EBUSY);
+  /* Invalidated locally: then the region can go. */
+  struct ibv_send_wr inv;
+  memset(&inv, 0, sizeof inv);
+  inv.wr_id = 72;
+  inv.opcode = IBV_WR_LOCAL_INV;
+  inv.send_flags = IBV_SEND_SIGNALED;
+  inv.invalidate_rkey = rkey2;
+  CHECK(ibv_post_send(k.s->qp, &inv, &bad) == 0);
+  CHECK(wait_wc(k.s->send_cq, &wc) == 1 && wc.wr_id == 72 && wc.status == IBV_WC_SUCCESS &&
+        wc.opcode == IBV_WC_LOCAL_INV);
+  /* The invalidated key names nothing: the peer is refused (and the connection ends). */
+  CHECK(rdma_op(k.c, IBV_WR_RDMA_READ, cbuf, cmr->lkey, 8, (uintptr_t)mem + 5000, rkey2) ==
+        IBV_WC_REM_ACCESS_ERR);
+  CHECK(ibv_dereg_mr(mr) == 0);
+  CHECK(ibv_dealloc_mw(mw1) == 0 && ibv_dealloc_mw(mw2) == 0);
+  ibv_dereg_mr(cmr);
+  close_conn(&k);
+
+  /* A bind that breaks the rules (a region registered without IBV_ACCESS_MW_BIND) completes with
+   * IBV_WC_MW_BIND_ERR. */
+  CHECK(open_conn(host, &k) == 0);
+  if (k.s != NULL && k.s->qp != NULL) {
+    mr = ibv_reg_mr(k.s->pd, mem, sizeof mem, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_READ);
+    mw2 = ibv_alloc_mw(k.s->pd, IBV_MW_TYPE_2);
+    CHECK(mr != NULL && mw2 != NULL);
+    if (mr != NULL && mw2 != NULL) {
+      w = bind_wr(mw2, ibv_inc_rkey(mw2->rkey), mr, mem, 64, IBV_ACCESS_REMOTE_READ);
+      CHECK(ibv_post_send(k.s->qp, &w, &bad) == 0);
+      CHECK(wait_wc(k.s->send_cq, &wc) == 1 && wc.wr_id == 71 && wc.status == IBV_WC_MW_BIND_ERR &&
+            wc.opcode == IBV_WC_BIND_MW);
+      CHECK(ibv_dereg_mr(mr) == 0); /* nothing was bound */
+      CHECK(ibv_dealloc_mw(mw2) == 0);
+    }
+  }
+  close_conn(&k);
+}
+
 int main(void) {
   test_basics();
   test_connection("127.0.0.1");
   test_connection("::1");
   test_sync("127.0.0.1");
   test_sync("::1");
+  test_memory_windows("127.0.0.1");
   printf("rdmacm_test: %d checks, %d failed\n", checks, failures);
   return failures == 0 ? 0 : 1;
 }

@@ -317,7 +317,65 @@ static void test_memory(struct ibv_context* ctx) {
   /* A PD with a registration cannot go. */
   CHECK_ERR(ibv_dealloc_pd(pd), EBUSY);
   if (mr != NULL) CHECK_ERR(ibv_dereg_mr(mr), 0);
-  CHECK_NULL_ERRNO(ibv_alloc_mw(pd, IBV_MW_TYPE_1), EOPNOTSUPP);
+  CHECK_ERR(ibv_dealloc_pd(pd), 0);
+}
+
+/* Memory windows without a connection: the device capabilities, ibv_alloc_mw / ibv_dealloc_mw
+ * and what the inline ibv_bind_mw refuses. Binds, invalidations and peer accesses through
+ * windows need a connection: rdmacm_test.c. */
+static void test_memory_windows(struct ibv_context* ctx) {
+  struct ibv_device_attr attr;
+  CHECK_ERR(ibv_query_device(ctx, &attr), 0);
+  CHECK((attr.device_cap_flags & IBV_DEVICE_MEM_WINDOW) != 0);
+  CHECK((attr.device_cap_flags & IBV_DEVICE_MEM_WINDOW_TYPE_2B) != 0);
+  CHECK((attr.device_cap_flags & IBV_DEVICE_MEM_WINDOW_TYPE_2A) == 0);
+  CHECK(attr.max_mw > 0);
+  struct ibv_device_attr_ex attr_ex;
+  CHECK_ERR(ibv_query_device_ex(ctx, NULL, &attr_ex), 0);
+  CHECK(attr_ex.orig_attr.max_mw == attr.max_mw);
+  CHECK((attr_ex.device_cap_flags_ex & IBV_DEVICE_MEM_WINDOW_TYPE_2B) != 0);
+
+  struct ibv_pd* pd = ibv_alloc_pd(ctx);
+  CHECK(pd != NULL);
+  if (pd == NULL) return;
+  struct ibv_mw* mw1 = ibv_alloc_mw(pd, IBV_MW_TYPE_1);
+  struct ibv_mw* mw2 = ibv_alloc_mw(pd, IBV_MW_TYPE_2);
+  CHECK(mw1 != NULL && mw2 != NULL);
+  if (mw1 == NULL || mw2 == NULL) return;
+  CHECK(mw1->context == ctx && mw1->pd == pd && mw1->type == IBV_MW_TYPE_1 && mw1->rkey != 0);
+  CHECK(mw2->context == ctx && mw2->pd == pd && mw2->type == IBV_MW_TYPE_2 && mw2->rkey != 0);
+  CHECK(mw1->rkey >> 8 != mw2->rkey >> 8); /* STags of their own */
+  CHECK(mw1->handle != mw2->handle);
+  CHECK_NULL_ERRNO(ibv_alloc_mw(pd, (enum ibv_mw_type)3), EINVAL);
+
+  /* A region windows may be bound in (the access loop of test_memory registers MW_BIND too). */
+  static char buf[4096];
+  struct ibv_mr* mr = ibv_reg_mr(pd, buf, sizeof buf, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_MW_BIND);
+  CHECK(mr != NULL);
+  struct ibv_mw_bind bind;
+  memset(&bind, 0, sizeof bind);
+  bind.send_flags = IBV_SEND_SIGNALED;
+  bind.bind_info.mr = mr;
+  bind.bind_info.addr = (uintptr_t)buf;
+  bind.bind_info.length = sizeof buf;
+  bind.bind_info.mw_access_flags = IBV_ACCESS_REMOTE_READ;
+  struct ibv_cq* cq = ibv_create_cq(ctx, 4, NULL, NULL, 0);
+  struct ibv_qp* qp = cq != NULL ? create_rc_qp(pd, cq, cq, NULL, 0) : NULL;
+  CHECK(qp != NULL);
+  if (qp != NULL) {
+    CHECK_ERR(ibv_bind_mw(qp, mw2, &bind), EINVAL); /* type 2: IBV_WR_BIND_MW only */
+    const uint32_t rkey = mw1->rkey;
+    CHECK_ERR(ibv_bind_mw(qp, mw1, &bind), EINVAL); /* a QP in RESET takes no work requests */
+    CHECK(mw1->rkey == rkey);
+    CHECK_ERR(ibv_destroy_qp(qp), 0);
+  }
+  if (cq != NULL) ibv_destroy_cq(cq);
+
+  /* Windows count as users of their PD. */
+  CHECK_ERR(ibv_dealloc_pd(pd), EBUSY);
+  CHECK_ERR(ibv_dealloc_mw(mw1), 0);
+  CHECK_ERR(ibv_dealloc_mw(mw2), 0);
+  if (mr != NULL) CHECK_ERR(ibv_dereg_mr(mr), 0); /* no window bound */
   CHECK_ERR(ibv_dealloc_pd(pd), 0);
 }
 
@@ -612,8 +670,6 @@ static void test_qp(struct ibv_context* ctx) {
   const enum ibv_wr_opcode unsupported[] = {IBV_WR_SEND_WITH_IMM,
                                             IBV_WR_ATOMIC_CMP_AND_SWP,
                                             IBV_WR_ATOMIC_FETCH_AND_ADD,
-                                            IBV_WR_LOCAL_INV,
-                                            IBV_WR_BIND_MW,
                                             IBV_WR_TSO,
                                             (enum ibv_wr_opcode)77};
   for (size_t i = 0; i < sizeof unsupported / sizeof unsupported[0]; ++i) {
@@ -622,6 +678,19 @@ static void test_qp(struct ibv_context* ctx) {
     CHECK_ERR(ibv_post_send(qp, &w, &bad_swr), EINVAL);
     CHECK(bad_swr == &w);
   }
+  /* Memory window requests: a local invalidation is taken (flushed here); a bind needs a type 2
+   * window. */
+  w = swr;
+  w.opcode = IBV_WR_LOCAL_INV;
+  w.invalidate_rkey = 0x12345;
+  CHECK_ERR(ibv_post_send(qp, &w, &bad_swr), 0);
+  CHECK(poll_n(scq, wc, 1) == 1 && wc[0].wr_id == w.wr_id && wc[0].status == IBV_WC_WR_FLUSH_ERR);
+  w = swr;
+  w.opcode = IBV_WR_BIND_MW;
+  memset(&w.wr, 0, sizeof w.wr);
+  bad_swr = NULL;
+  CHECK_ERR(ibv_post_send(qp, &w, &bad_swr), EINVAL);
+  CHECK(bad_swr == &w);
   w = swr;
   w.sg_list = sges;
   w.num_sge = 3; /* > max_send_sge */
@@ -862,6 +931,7 @@ int main(void) {
   test_queries(ctx);
   test_strings_and_misc();
   test_memory(ctx);
+  test_memory_windows(ctx);
   test_cq_and_channel(ctx);
   test_qp(ctx);
   test_srq_and_async(ctx);
