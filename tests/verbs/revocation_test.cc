@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include "verbs/protection_domain.h"
+#include "verbs/queue_pair.h"
 #include "verbs/stag_slot.h"
 #include "verbs/verbs_test_util.h"
 
@@ -47,6 +48,71 @@ TEST_F(RevocationTest, AForcedDeregistrationInvalidatesTheWindowsFirst) {
   EXPECT_EQ(device_.stags().find(window_stag), nullptr);
   EXPECT_EQ(mw_->binding(), nullptr);
   EXPECT_EQ(device_.stags().find(buf_.mr->stag), nullptr);
+}
+
+// The side of a stream that revocation reaches: records what each QP was asked to give up.
+class RecordingLink final : public QpLink {
+ public:
+  void doorbell(QueuePair&) override {}
+  void revoke(QueuePair&, ConstByteSpan memory, bool) override { revoked.push_back(memory); }
+  std::vector<ConstByteSpan> revoked;
+};
+
+// A local invalidation posted on one QP takes the fast region's STag away at once; its completion
+// waits until every QP of the PD has been visited (the progress thread's sweep), QPs of another
+// PD are left alone.
+TEST(SweepTest, ALocalInvalidationCompletesOnlyAfterEveryQpOfThePdGaveTheMemoryUp) {
+  Device device;
+  ProtectionDomain pd{1};
+  ProtectionDomain other_pd{2};
+  CompletionQueue cq{64, nullptr, nullptr};
+  auto make_qp = [&](ProtectionDomain* p, RecordingLink& link) {
+    QpConfig c;
+    c.pd = p;
+    c.send_cq = &cq;
+    c.recv_cq = &cq;
+    auto qp = std::make_unique<QueuePair>(device, c);
+    MutexLock lock(qp->mutex());
+    qp->attach_link_locked(&link, LinkParams{});
+    return qp;
+  };
+  RecordingLink link_a, link_b, link_other;
+  auto a = make_qp(&pd, link_a);
+  auto b = make_qp(&pd, link_b);
+  auto other = make_qp(&other_pd, link_other);
+
+  std::shared_ptr<StagSlot> fr = StagSlot::allocate(device.stags(), &pd, StagKind::kFastRegion).value();
+  device.slots().add(fr);
+  std::vector<std::uint8_t> memory(4096);
+  Sge where{reinterpret_cast<std::uintptr_t>(memory.data()), 4096, 0};
+  SendWr reg;
+  reg.opcode = WrOpcode::kRegisterFastRegion;
+  reg.sg_list = {&where, 1};
+  reg.rkey = (fr->stag() & ~0xFFu) | 0x21;
+  reg.access = access::kRemoteRead;
+  ASSERT_TRUE(a->post_send(reg));
+  ASSERT_NE(device.stags().find(reg.rkey), nullptr);
+
+  SendWr inv;
+  inv.wr_id = 77;
+  inv.opcode = WrOpcode::kLocalInvalidate;
+  inv.invalidate_rkey = reg.rkey;
+  ASSERT_TRUE(b->post_send(inv));
+  EXPECT_EQ(device.stags().find(reg.rkey), nullptr) << "the STag is gone at once";
+  WorkCompletion wc[4];
+  EXPECT_EQ(cq.poll(wc), 1u) << "only the registration has completed";
+  EXPECT_EQ(wc[0].opcode, WcOpcode::kRegisterFastRegion);
+
+  sweep_invalidations(device, b->qp_num());
+  ASSERT_EQ(link_a.revoked.size(), 1u);
+  ASSERT_EQ(link_b.revoked.size(), 1u);
+  EXPECT_EQ(link_a.revoked[0].data(), memory.data());
+  EXPECT_EQ(link_a.revoked[0].size(), memory.size());
+  EXPECT_TRUE(link_other.revoked.empty()) << "another PD's QP cannot reach the region";
+  ASSERT_EQ(cq.poll(wc), 1u);
+  EXPECT_EQ(wc[0].wr_id, 77u);
+  EXPECT_EQ(wc[0].opcode, WcOpcode::kLocalInvalidate);
+  EXPECT_EQ(wc[0].status, WcStatus::kSuccess);
 }
 
 }  // namespace
