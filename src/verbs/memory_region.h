@@ -14,6 +14,7 @@
 #include <atomic>
 #include <cstdint>
 #include <memory>
+#include <utility>
 
 #include "base/bytes.h"
 #include "uwarp/expected.h"
@@ -69,5 +70,9 @@ struct MemoryRegion {
 };
 
 using MemoryRegionRef = std::shared_ptr<MemoryRegion>;
+
+// A binding a local operation took away, with the seq of its request in the send queue: the
+// request completes once every access through the binding is cut off (verbs::sweep_invalidations).
+using Sweep = std::pair<std::uint64_t, MemoryRegionRef>;
 
 }  // namespace uwarp::verbs

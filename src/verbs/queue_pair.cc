@@ -33,12 +33,12 @@ void QueuePair::revoke(ConstByteSpan memory) {
   // The receive being placed and the requests in flight hold resolved memory of their own
   // (a Send's later segments, a Read's sink); the stream checks its engine and its batch.
   const bool in_use = receive_.places_into(memory) || sq_.uses(memory);
-  if (link_ != nullptr) link_->revoke(*this, memory, in_use);
+  if (QpLink* link = binding_.link()) link->revoke(*this, memory, in_use);
 }
 
-std::vector<QueuePair::Sweep> QueuePair::take_sweeps() {
+std::vector<Sweep> QueuePair::take_sweeps() {
   MutexLock lock(mu_);
-  return std::exchange(sweeps_, {});
+  return binding_.take_sweeps();
 }
 
 void QueuePair::swept(const std::vector<Sweep>& done) {
@@ -53,12 +53,12 @@ QpState QueuePair::state() const {
 
 std::uint16_t QueuePair::ird() const {
   MutexLock lock(mu_);
-  return ird_;
+  return binding_.ird();
 }
 
 std::uint16_t QueuePair::ord() const {
   MutexLock lock(mu_);
-  return ord_;
+  return binding_.ord();
 }
 
 Status QueuePair::modify_state(QpState target) {
@@ -68,12 +68,12 @@ Status QueuePair::modify_state(QpState target) {
     case QpState::kError:
       if (state_ != QpState::kError) {
         enter_error(std::nullopt, 0);
-        request_shutdown();
+        binding_.request_shutdown();
       }
       break;
     case QpState::kReset:
       if (state_ != QpState::kError && state_ != QpState::kReset) enter_error(std::nullopt, 0);
-      request_shutdown();
+      binding_.request_shutdown();
       sq_.clear();
       if (own_rq_) own_rq_->drain();
       // The stream's engine stays until the stream unbinds the QP: a Terminate it queued may
@@ -86,7 +86,7 @@ Status QueuePair::modify_state(QpState target) {
     }
   }
   // Transmit work resumed (SQD to RTS), or requests for the stream (ERROR, RESET).
-  if (link_ != nullptr) link_->doorbell(*this);
+  if (QpLink* link = binding_.link()) link->doorbell(*this);
   return Status::ok();
 }
 
@@ -94,7 +94,7 @@ Status QueuePair::post_send(const SendWr& wr) {
   MutexLock lock(mu_);
   bool kick = false;
   const Status s = post_send_locked(wr, kick);
-  if (kick) link_->doorbell(*this);
+  if (kick) binding_.link()->doorbell(*this);
   return s;
 }
 
@@ -115,7 +115,7 @@ Status QueuePair::post_send(std::span<const SendWr> wrs, std::size_t* posted) {
   }
   if (posted != nullptr) *posted = n;
   // One transmit for all: consecutive messages leave in as few sendmsg calls as fit.
-  if (kick) link_->doorbell(*this);
+  if (kick) binding_.link()->doorbell(*this);
   return s;
 }
 
@@ -123,12 +123,12 @@ Status QueuePair::post_send_locked(const SendWr& wr, bool& kick) {
   // One Status, returned from every path, is built in place in the caller's.
   Status s = state_ == QpState::kReset || state_ == QpState::kInit || state_ == QpState::kRtr
                  ? Status(Errc::kInvalidState, "post_send needs a QP in RTS, SQD or ERROR")
-                 : sq_.post(wr, link_ == nullptr || ord_ != 0);
+                 : sq_.post(wr, binding_.link() == nullptr || binding_.ord() != 0);
   if (!s) return s;
   if (state_ == QpState::kError) {
     // Posting to a QP in error completes the request at once with a flush error.
     sq_.flush_last();
-  } else if (link_ != nullptr && state_ == QpState::kRts) {
+  } else if (binding_.link() != nullptr && state_ == QpState::kRts) {
     run_ready_local_locked();
     kick = true;
   }
@@ -151,22 +151,15 @@ Status QueuePair::post_recv(const RecvWr& wr) {
 void QueuePair::attach_link_locked(QpLink* link, const LinkParams& p) {
   // A new stream (with a new engine): its receive starts afresh, also for a QP used before and
   // taken back through RESET.
-  disconnecting_ = false;
   receive_.reset();
-  link_ = link;
-  ird_ = p.ird;
-  ord_ = p.ord;
-  if (state_ == QpState::kReset) state_ = QpState::kInit;
+  binding_.attach(link, p);
   state_ = QpState::kRts;
-  tx_requests_ = TxRequests{};
-  rtr_received_ = false;
 }
 
 void QueuePair::disconnect_locked() {
-  if (disconnecting_) return;
-  disconnecting_ = true;
+  if (!binding_.start_disconnect()) return;
   if (state_ != QpState::kError) enter_error(std::nullopt, 0);
-  request_shutdown();
+  binding_.request_shutdown();
 }
 
 void QueuePair::link_lost_locked(bool graceful, const std::string& why) {
@@ -179,7 +172,7 @@ void QueuePair::enter_error(std::optional<WcStatus> first_status, std::uint32_t 
   state_ = QpState::kError;
   // The stream's engine continues no message and the stream drops what it has queued: both
   // collect this request after the call that led here, before they read memory again.
-  tx_requests_.abandon = true;
+  binding_.abandon();
   sq_.flush(first_status, vendor_err);
   receive_.flush();
 }

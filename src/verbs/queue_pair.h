@@ -28,6 +28,7 @@
 #include "verbs/completion_queue.h"
 #include "verbs/device.h"
 #include "verbs/inbound_receive.h"
+#include "verbs/link_binding.h"
 #include "verbs/memory_protection.h"
 #include "verbs/protection_domain.h"
 #include "verbs/qp_config.h"
@@ -64,10 +65,8 @@ class QueuePair final : private proto::RdmapPort {
   // The application deregisters the region `memory` (verbs/revocation.h): once this returns, no
   // access of this QP reaches it; one in progress fails the QP with a Terminate.
   void revoke(ConstByteSpan memory);
-  // The bindings this QP's local operations took away since the last call, each with its
-  // request's seq (TxRequests::sweep); and, once every access through them is cut off, the
-  // completion of those requests (verbs::sweep_invalidations).
-  using Sweep = std::pair<std::uint64_t, MemoryRegionRef>;
+  // The bindings this QP's local operations took away since the last call (TxRequests::sweep);
+  // and, once every access through them is cut off, the completion of those requests.
   std::vector<Sweep> take_sweeps();
   void swept(const std::vector<Sweep>& done);
   Device& device() const { return device_; }
@@ -76,8 +75,8 @@ class QueuePair final : private proto::RdmapPort {
   // engine). After each call into the QP or its port, the driver collects what the QP asks of
   // the stream (no call from the QP reaches the stream meanwhile).
   void attach_link_locked(QpLink* link, const LinkParams& params) REQUIRES(mu_);
-  void detach_link_locked() REQUIRES(mu_) { link_ = nullptr; }
-  bool has_link_locked() const REQUIRES(mu_) { return link_ != nullptr; }
+  void detach_link_locked() REQUIRES(mu_) { binding_.detach(); }
+  bool has_link_locked() const REQUIRES(mu_) { return binding_.link() != nullptr; }
   // What the connection's engine reaches the QP's queues and memory through.
   proto::RdmapPort& port_locked() REQUIRES(mu_) { return *this; }
   // Which messages the QP's state lets out (RTS: all; SQD: no new requests; else only a
@@ -89,14 +88,10 @@ class QueuePair final : private proto::RdmapPort {
   bool receiving_locked() const REQUIRES(mu_) {
     return state_ != QpState::kError && state_ != QpState::kReset;
   }
-  bool has_tx_requests_locked() const REQUIRES(mu_) {
-    return tx_requests_.abandon || tx_requests_.shutdown || tx_requests_.sweep;
-  }
-  TxRequests take_tx_requests_locked() REQUIRES(mu_) {
-    return std::exchange(tx_requests_, TxRequests{});
-  }
+  bool has_tx_requests_locked() const REQUIRES(mu_) { return binding_.has_requests(); }
+  TxRequests take_tx_requests_locked() REQUIRES(mu_) { return binding_.take_requests(); }
   // Responder in peer-to-peer mode: the peer's RTR has arrived since the last call.
-  bool take_rtr_received_locked() REQUIRES(mu_) { return std::exchange(rtr_received_, false); }
+  bool take_rtr_received_locked() REQUIRES(mu_) { return binding_.take_rtr_received(); }
 
   // The stream ended: graceful (EOF at an FPDU boundary after a disconnect) or not.
   void link_lost_locked(bool graceful, const std::string& why) REQUIRES(mu_);
@@ -135,16 +130,12 @@ class QueuePair final : private proto::RdmapPort {
   void terminate_queued(const wire::TerminateCode& code) override REQUIRES(mu_);
   void terminate_received(const wire::TerminateMessage& message) override REQUIRES(mu_);
   void terminate_sent() override REQUIRES(mu_);
-  void rtr_received() override REQUIRES(mu_);
+  void rtr_received() override REQUIRES(mu_) { binding_.rtr_received(); }
 
   // Validates and queues one request; kick: the link is to be told (once, by the caller).
   Status post_send_locked(const SendWr& wr, bool& kick) REQUIRES(mu_);
-  // The stream is to close once its queued bytes are sent.
-  void request_shutdown() REQUIRES(mu_) { tx_requests_.shutdown = true; }
-  // Local operations at the head of the send queue take effect now (SendQueue::next_local_ready).
+  // Local operations at the head of the send queue take effect now (SendQueue::run_ready_local).
   void run_ready_local_locked() REQUIRES(mu_);
-  // A local operation took `revoked` away: the stream sweeps it on the progress thread.
-  void sweep_later_locked(std::uint64_t seq, MemoryRegionRef revoked) REQUIRES(mu_);
   // A request failed to start (its memory, or the binding rules): the QP enters ERROR.
   void request_failed_locked(bool local) REQUIRES(mu_);
   // Errors.
@@ -158,14 +149,7 @@ class QueuePair final : private proto::RdmapPort {
   std::unique_ptr<ReceiveQueue> own_rq_;  // null with an SRQ
   ReceiveQueue* rq_;
 
-  // The connection: its link to the runtime (while bound).
-  QpLink* link_ GUARDED_BY(mu_) = nullptr;
-  TxRequests tx_requests_ GUARDED_BY(mu_);     // not yet collected by the stream
-  std::vector<Sweep> sweeps_ GUARDED_BY(mu_);  // not yet taken by take_sweeps()
-  bool rtr_received_ GUARDED_BY(mu_) = false;  // not yet collected by the stream
-  std::uint16_t ird_ GUARDED_BY(mu_) = 0;
-  std::uint16_t ord_ GUARDED_BY(mu_) = 0;
-  bool disconnecting_ GUARDED_BY(mu_) = false;
+  LinkBinding binding_ GUARDED_BY(mu_);  // the stream of the connection, while bound
 
   // The pieces the engine reaches through the port (they refer to the members above).
   MemoryProtection protection_ GUARDED_BY(mu_);

@@ -9,7 +9,7 @@ namespace uwarp::verbs {
 bool QueuePair::start_request(proto::OutboundRequest& r, std::vector<ConstByteSpan>& payload) {
   MemoryRegionRef revoked;
   if (sq_.start(r, payload, revoked)) {
-    if (revoked) sweep_later_locked(r.seq, std::move(revoked));
+    if (revoked) binding_.sweep_later(r.seq, std::move(revoked));
     return true;
   }
   request_failed_locked(r.kind == proto::OutboundRequest::Kind::kLocal);
@@ -17,21 +17,10 @@ bool QueuePair::start_request(proto::OutboundRequest& r, std::vector<ConstByteSp
 }
 
 void QueuePair::run_ready_local_locked() {
-  while (sq_.next_local_ready()) {
-    std::uint64_t seq = 0;
-    MemoryRegionRef revoked;
-    if (!sq_.start_next_local(seq, revoked)) {
-      request_failed_locked(/*local=*/true);
-      return;
-    }
-    if (revoked) sweep_later_locked(seq, std::move(revoked));
-    sq_.sent(seq);  // nothing goes on the wire
-  }
-}
-
-void QueuePair::sweep_later_locked(std::uint64_t seq, MemoryRegionRef revoked) {
-  sweeps_.emplace_back(seq, std::move(revoked));
-  tx_requests_.sweep = true;
+  std::vector<Sweep> revoked;
+  const bool started = sq_.run_ready_local(revoked);
+  for (Sweep& s : revoked) binding_.sweep_later(s.first, std::move(s.second));
+  if (!started) request_failed_locked(/*local=*/true);
 }
 
 void QueuePair::request_failed_locked(bool local) {
@@ -39,7 +28,7 @@ void QueuePair::request_failed_locked(bool local) {
   enter_error(std::nullopt, 0);
   reporter_.event(AsyncEventType::kQpFatal, local ? "a local operation broke the memory binding rules"
                                                   : "local protection error on a send work request");
-  request_shutdown();
+  binding_.request_shutdown();
 }
 
 void QueuePair::terminate_received(const wire::TerminateMessage& m) {
@@ -49,11 +38,7 @@ void QueuePair::terminate_received(const wire::TerminateMessage& m) {
   reporter_.event(status == WcStatus::kRemoteAccessError ? AsyncEventType::kQpAccessError
                                                          : AsyncEventType::kQpFatal,
                   detail);
-  request_shutdown();
-}
-
-void QueuePair::rtr_received() {
-  rtr_received_ = true;
+  binding_.request_shutdown();
 }
 
 void QueuePair::terminate_queued(const wire::TerminateCode& code) {
@@ -64,7 +49,7 @@ void QueuePair::terminate_queued(const wire::TerminateCode& code) {
 }
 
 void QueuePair::terminate_sent() {
-  request_shutdown();
+  binding_.request_shutdown();
 }
 
 }  // namespace uwarp::verbs

@@ -43,8 +43,8 @@ void sweep_invalidations(Device& device, std::uint32_t qp_num) {
   device.qps().with_all([&](const std::vector<QueuePair*>& qps) {
     auto target = std::find_if(qps.begin(), qps.end(), [&](QueuePair* q) { return q->qp_num() == qp_num; });
     if (target == qps.end()) return;  // destroyed meanwhile: its requests went with it
-    const std::vector<QueuePair::Sweep> sweeps = (*target)->take_sweeps();
-    for (const QueuePair::Sweep& s : sweeps) revoke_memory(qps, *s.second);
+    const std::vector<Sweep> sweeps = (*target)->take_sweeps();
+    for (const Sweep& s : sweeps) revoke_memory(qps, *s.second);
     (*target)->swept(sweeps);
   });
 }

@@ -96,10 +96,16 @@ bool SendQueue::next_local_ready() const {
   return true;
 }
 
-bool SendQueue::start_next_local(std::uint64_t& seq, MemoryRegionRef& revoked) {
-  Entry& e = sq_[next_];
-  seq = e.seq;
-  return start_local(e, revoked);
+bool SendQueue::run_ready_local(std::vector<Sweep>& revoked) {
+  while (next_local_ready()) {
+    Entry& e = sq_[next_];
+    const std::uint64_t seq = e.seq;
+    MemoryRegionRef taken;
+    if (!start_local(e, taken)) return false;
+    if (taken) revoked.emplace_back(seq, std::move(taken));
+    sent(seq);
+  }
+  return true;
 }
 
 bool SendQueue::start(proto::OutboundRequest& r, std::vector<ConstByteSpan>& payload,

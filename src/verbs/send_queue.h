@@ -47,12 +47,11 @@ class SendQueue {
   // check or the operation broke the binding rules: it is then complete with that error, and the
   // QP is to enter ERROR.
   bool start(proto::OutboundRequest& r, std::vector<ConstByteSpan>& payload, MemoryRegionRef& revoked);
-  // The next request to start is a local operation that may take effect now (not fenced behind
-  // an RDMA Read still outstanding): QueuePair::run_ready_local_locked starts it at once instead
-  // of waiting for the engine, which may be held by bytes waiting for the peer's window.
-  bool next_local_ready() const;
-  // Starts it as start() does; `seq` names it.
-  bool start_next_local(std::uint64_t& seq, MemoryRegionRef& revoked);
+  // Starts, as start() does, the local operations next in turn that may take effect now (not
+  // fenced behind an RDMA Read still outstanding), instead of waiting for the engine, which may
+  // be held by bytes waiting for the peer's window; each counts as sent (nothing goes on the
+  // wire). The bindings they took away are appended to `revoked`. False at the first that fails.
+  bool run_ready_local(std::vector<Sweep>& revoked);
   // Request `seq` has been handed to TCP completely: a Send or Write completes, a Read awaits
   // its response. Ignored if it was flushed meanwhile.
   void sent(std::uint64_t seq);
@@ -110,6 +109,7 @@ class SendQueue {
 
   Entry* find(std::uint64_t seq);
   bool start_local(Entry& e, MemoryRegionRef& revoked);
+  bool next_local_ready() const;
   // `e` has succeeded: it lets go of its memory, and what is complete at the front is reported.
   void succeed(Entry& e);
   // Reports the completions at the front, in posting order (unsignaled successes silently).
