@@ -4,6 +4,8 @@
 
 #include <new>
 
+#include "verbs/send_wr.h"
+
 namespace uwarp::verbs {
 
 QueuePair::QueuePair(Device& device, const QpConfig& config)
@@ -129,7 +131,9 @@ Status QueuePair::post_send_locked(const SendWr& wr, bool& kick) {
     // Posting to a QP in error completes the request at once with a flush error.
     sq_.flush_last();
   } else if (binding_.link() != nullptr && state_ == QpState::kRts) {
-    run_ready_local_locked();
+    // A local operation needs no turn of the engine when nothing is ahead of it; any other
+    // request waits for the engine, which also runs the local operations queued behind it.
+    if (is_local_operation(wr.opcode)) run_ready_local_locked();
     kick = true;
   }
   return s;

@@ -17,11 +17,13 @@ SendQueue::SendQueue(const QpCaps& caps, const DeviceLimits& limits, bool signal
       reporter_(reporter) {}
 
 Status SendQueue::post(const SendWr& wr, bool reads_allowed) {
-  auto shape = check_send_wr(wr, max_sge_, limits_, reads_allowed);
-  if (!shape) return std::move(shape.error());
+  PostedShape shape;
+  if (const char* refused = check_send_wr(wr, max_sge_, limits_, reads_allowed, shape)) {
+    return Status(Errc::kInvalidArgument, refused);
+  }
   if (sq_.size() >= max_wr_) return Status(Errc::kNoResources, "send queue is full");
-  const std::uint64_t length = shape->length;
-  const bool is_inline = shape->is_inline;
+  const std::uint64_t length = shape.length;
+  const bool is_inline = shape.is_inline;
   Entry& e = sq_.push_back();  // a reused slot, as new but with its vectors' storage
   e.seq = next_seq_++;
   e.wr_id = wr.wr_id;

@@ -2,28 +2,26 @@
 
 namespace uwarp::verbs {
 
-Expected<PostedShape, Status> check_send_wr(const SendWr& wr, std::uint32_t max_sge,
-                                            const DeviceLimits& limits, bool reads_allowed) {
+const char* check_send_wr(const SendWr& wr, std::uint32_t max_sge, const DeviceLimits& limits,
+                          bool reads_allowed, PostedShape& shape) {
   const bool local = is_local_operation(wr.opcode);
   if (local && wr.opcode != WrOpcode::kLocalInvalidate && wr.sg_list.size() != 1) {
-    return Unexpected{Status(Errc::kInvalidArgument, "a bind or fast registration names its memory in one SGE")};
+    return "a bind or fast registration names its memory in one SGE";
   }
-  PostedShape shape;
   shape.is_inline = (wr.flags & send_flags::kInline) != 0 && wr.opcode != WrOpcode::kRdmaRead && !local;
   if (!shape.is_inline && wr.sg_list.size() > max_sge) {
-    return Unexpected{Status(Errc::kInvalidArgument, "work request has more SGEs than max_send_sge")};
+    return "work request has more SGEs than max_send_sge";
   }
   if (wr.opcode == WrOpcode::kRdmaRead && !reads_allowed) {
-    return Unexpected{Status(Errc::kInvalidArgument, "the connection allows no RDMA Reads (ORD 0)")};
+    return "the connection allows no RDMA Reads (ORD 0)";
   }
+  shape.length = 0;
   for (const Sge& s : wr.sg_list) shape.length += s.length;
-  if (shape.length > limits.max_msg_size && !local) {
-    return Unexpected{Status(Errc::kInvalidArgument, "message too long")};
-  }
+  if (shape.length > limits.max_msg_size && !local) return "message too long";
   if (shape.is_inline && shape.length > limits.max_inline_data) {
-    return Unexpected{Status(Errc::kInvalidArgument, "inline data longer than the device maximum")};
+    return "inline data longer than the device maximum";
   }
-  return shape;
+  return nullptr;
 }
 
 proto::OutboundRequest::Kind request_kind(WrOpcode opcode, std::uint32_t length) {

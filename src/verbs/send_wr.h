@@ -24,9 +24,11 @@ struct PostedShape {
   bool is_inline = false;
 };
 // Checks `wr` against the QP's SGE limit and the device's limits (reads_allowed: false refuses
-// an RDMA Read, the connection's ORD being 0); the queue's own room is the caller's.
-Expected<PostedShape, Status> check_send_wr(const SendWr& wr, std::uint32_t max_sge,
-                                            const DeviceLimits& limits, bool reads_allowed);
+// an RDMA Read, the connection's ORD being 0) and fills in `shape`; the queue's own room is the
+// caller's. Returns why the request is refused (an invalid argument), or null if it is not. (No
+// Status here: this is on every post's path, and a refusal is rare.)
+const char* check_send_wr(const SendWr& wr, std::uint32_t max_sge, const DeviceLimits& limits,
+                          bool reads_allowed, PostedShape& shape);
 
 proto::OutboundRequest::Kind request_kind(WrOpcode opcode, std::uint32_t length);
 WcOpcode completion_opcode(WrOpcode opcode);
