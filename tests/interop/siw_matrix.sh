@@ -441,7 +441,7 @@ races='RDMA_CM_EVENT_CONNECT_ERROR|RDMA_CM_EVENT_REJECTED|Unable to perform rdma
 
 # siw_crc_twice SIW_SIDE: true if, in the current cell's capture, siw's side (--src $port: siw
 # passive; --dst $port: siw active) sent FPDUs with a wrong MPA CRC and every one of them carries
-# the CRC over its header and its payload twice (siw's transmit race, docs/interop.md, "siw's CRC
+# the CRC over its header and its payload twice (docs/interop.md, "siw's CRC
 # over a payload twice"), while every FPDU uwarp sent has the right CRC. Prints fpdu_crc.py's
 # lines about siw's side.
 siw_crc_twice() {
@@ -469,7 +469,7 @@ retry() {
     why="the guest did not come up"
   elif [ "$crc_twice_retried" = 0 ] && { [ $host_rc -ne 0 ] || [ $guest_rc -ne 0 ]; } &&
        twice=$(siw_crc_twice "$siw_side"); then
-    why="siw sent an FPDU with its CRC over the payload twice (siw's transmit race, docs/interop.md)"
+    why="siw sent an FPDU with its CRC over the payload twice (docs/interop.md, \"siw's CRC over a payload twice\")"
     crc_twice_retried=1
     [ -z "${SIW_MATRIX_KEEP:-}" ] || cp "$share/$cap.pcap" "$SIW_MATRIX_KEEP/$cap.crc-twice.pcap"
   elif [ "$2" -ge "$3" ]; then
