@@ -41,6 +41,7 @@ client="$bin/rping_client"
 run="$bin/uwarp-run"
 peer="$bin/verbs_peer"
 inject="$bin/siw_inject"
+fpdu_crc="$root/tests/interop/fpdu_crc.py"  # checks the MPA CRC of each side's FPDUs in a capture
 groups="rping programs perftest verbs_peer provoke inject"
 cells=${SIW_MATRIX_CELLS:-}
 for g in ${cells//,/ }; do
@@ -392,6 +393,11 @@ evidence() {
       tshark --disable-heuristic rpcrdma_iwarp -r "$pcap" -Y "frame.number == $f" -O iwarp_mpa,iwarp_ddp_rdmap -x \
         2>&1 | head -120 | sed "s/^/  frame $f: /" >&2
     done
+    # Every FPDU's CRC recomputed, per side, and what a wrong one covered (fpdu_crc.py).
+    if [ -n "$flagged" ] && command -v python3 >/dev/null; then
+      { python3 "$fpdu_crc" "$pcap" --src "$port"; python3 "$fpdu_crc" "$pcap" --dst "$port"; } 2>&1 |
+        head -20 | sed 's/^/  crc: /' >&2
+    fi
   fi
   echo "  evidence: $1 capture BEGIN" >&2
   gzip -c "$pcap" | base64 -w 100 | head -c 524288 | sed 's/^/  /' >&2
@@ -433,16 +439,39 @@ report() {  # report NAME HOST_LOG GUEST_LOG
 # is no evidence either way.
 races='RDMA_CM_EVENT_CONNECT_ERROR|RDMA_CM_EVENT_REJECTED|Unable to perform rdma_client|Failed to close connection'
 
+# siw_crc_twice SIW_SIDE: true if, in the current cell's capture, siw's side (--src $port: siw
+# passive; --dst $port: siw active) sent FPDUs with a wrong MPA CRC and every one of them carries
+# the CRC over its header and its payload twice (docs/interop.md, "siw's CRC
+# over a payload twice"), while every FPDU uwarp sent has the right CRC. Prints fpdu_crc.py's
+# lines about siw's side.
+siw_crc_twice() {
+  local pcap="$share/$cap.pcap" uwarp_side=--src out
+  [ "$have_tshark" = 1 ] && [ -n "$cap" ] && [ -s "$pcap" ] && command -v python3 >/dev/null || return 1
+  [ "$1" = --src ] && uwarp_side=--dst
+  out=$(python3 "$fpdu_crc" "$pcap" "$1" "$port") && return 1
+  [ $? -eq 3 ] && python3 "$fpdu_crc" "$pcap" "$uwarp_side" "$port" >/dev/null || return 1
+  echo "$out"
+}
+
 # retry NAME ATTEMPT ATTEMPTS: true (saying why, keeping the logs in attempts.log) if the attempt
 # just made ($host_rc, $guest_rc, the logs, the guest's capture report) is to be repeated. A
 # guest that never came up (a QEMU boot hanging under TCG, seen once in a loaded run) gets one
-# more attempt in any cell: nothing of uwarp or siw was tested.
+# more attempt in any cell: nothing of uwarp or siw was tested. So does, once per cell, a
+# failure with siw's CRC over a payload twice in the capture (siw_crc_twice, with $siw_side set
+# by active or passive): the capture proves that siw sent the wrong CRC (uwarp's Terminate for
+# it is right), and the next attempt passes only if every check passes; its capture is kept
+# (SIW_MATRIX_KEEP) and fpdu_crc.py's verdict printed.
 retry() {
-  local why="" dropped
+  local why="" dropped twice=""
   dropped=$(sed -n "s|^capture /share/$cap.pcap: \([0-9]*\) packets dropped by kernel.*|\1|p" "$work/guest.log" | tail -1)
   if [ "$2" -eq 1 ] && grep -q "^siw-vm: booting" "$work/guest.log" &&
      ! grep -q "^siw-vm: up after" "$work/guest.log"; then
     why="the guest did not come up"
+  elif [ "$crc_twice_retried" = 0 ] && { [ $host_rc -ne 0 ] || [ $guest_rc -ne 0 ]; } &&
+       twice=$(siw_crc_twice "$siw_side"); then
+    why="siw sent an FPDU with its CRC over the payload twice (docs/interop.md, \"siw's CRC over a payload twice\")"
+    crc_twice_retried=1
+    [ -z "${SIW_MATRIX_KEEP:-}" ] || cp "$share/$cap.pcap" "$SIW_MATRIX_KEEP/$cap.crc-twice.pcap"
   elif [ "$2" -ge "$3" ]; then
     return 1
   elif { [ $host_rc -ne 0 ] || [ $guest_rc -ne 0 ]; } && grep -qE "$races" "$work/host.log" "$work/guest.log"; then
@@ -452,6 +481,7 @@ retry() {
   fi
   [ -n "$why" ] || return 1
   echo "siw_matrix: ${1:-cell}: attempt $2: $why, retrying"
+  [ -z "$twice" ] || printf '%s\n' "$twice" | sed 's/^/  crc: /'
   { echo "== attempt $2"; cat "$work/host.log" "$work/guest.log"; } >>"$work/attempts.log"
   guest_discard  # the next attempt starts in a fresh guest
 }
@@ -482,13 +512,14 @@ attempt_guest() {
 # calls finish.
 active() {
   local name=$1 flavour=$2 attempts=${5:-1} crc=${6:-} inj=$injector
-  local host_rc=1 guest_rc=1 attempt
+  local host_rc=1 guest_rc=1 attempt siw_side=--src crc_twice_retried=0
   injector=""
   : >"$work/attempts.log"
   for ((attempt = 1; attempt <= attempts; attempt++)); do
     problems=()
     : >"$work/host.log"
     : >"$work/guest.log"
+    cap=""
     attempt_guest "$flavour" active
     case $? in 1) continue ;; 2) return ;; esac
     port=$((next_active += 1))
@@ -521,13 +552,14 @@ active() {
 # active (the guest reaches the host's loopback as $HOST_IP) against uwarp passive.
 passive() {
   local name=$1 flavour=$2 attempts=${5:-1} crc=${6:-} inj=$injector
-  local host_rc=1 guest_rc=1 attempt
+  local host_rc=1 guest_rc=1 attempt siw_side=--dst crc_twice_retried=0
   injector=""
   : >"$work/attempts.log"
   for ((attempt = 1; attempt <= attempts; attempt++)); do
     problems=()
     : >"$work/host.log"
     : >"$work/guest.log"
+    cap=""
     attempt_guest "$flavour"
     case $? in 1) continue ;; 2) return ;; esac
     port=$((next_passive += 1))
