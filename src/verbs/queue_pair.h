@@ -112,7 +112,13 @@ class QueuePair final : private proto::RdmapPort {
   }
   std::optional<wire::TerminateCode> receive_complete(const proto::InboundSend& send) override
       REQUIRES(mu_) {
-    return receive_.complete(send);
+    std::optional<wire::TerminateCode> refused = receive_.complete(send);
+    // A Send with Invalidate took a binding away: every access through it is cut off on the
+    // progress thread, as for a local invalidation (with no request to complete).
+    if (MemoryRegionRef revoked = protection_.take_remote_invalidation()) {
+      sweep_later_locked(0, std::move(revoked));
+    }
+    return refused;
   }
   Expected<proto::ReadSource, wire::TerminateCode> resolve_read_source(
       wire::Stag stag, wire::TaggedOffset offset, std::uint32_t length) override REQUIRES(mu_) {
