@@ -50,10 +50,10 @@ std::optional<wire::TerminateCode> InboundReceive::complete(const proto::Inbound
   const bool solicited = wire::is_solicited(send.opcode);
   if (solicited) wc.flags |= wc_flags::kSolicited;
   if (wire::carries_invalidate(send.opcode)) {
-    if (!protection_.invalidate_remote(send.invalidate_stag)) {
+    if (auto refused = protection_.invalidate_remote(send.invalidate_stag)) {
       wc.status = WcStatus::kRemoteInvalidRequestError;
       reporter_.recv_completion(wc, solicited);
-      return term::kRdmapCannotInvalidateProtection;
+      return refused;
     }
     wc.flags |= wc_flags::kWithInvalidate;
     wc.invalidated_rkey = send.invalidate_stag.value();

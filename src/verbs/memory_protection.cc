@@ -38,11 +38,15 @@ Expected<proto::ReadSource, wire::TerminateCode> MemoryProtection::resolve_read_
   return proto::ReadSource{*r, std::move(mr)};
 }
 
-bool MemoryProtection::invalidate_remote(wire::Stag stag) {
+std::optional<wire::TerminateCode> MemoryProtection::invalidate_remote(wire::Stag stag) {
   MemoryRegionRef mr = stags_.find(stag.value());
-  if (!mr || mr->pd != pd_) return false;
-  mr->valid.store(false, std::memory_order_release);
-  return true;
+  if (!mr || mr->pd != pd_ || (mr->qp != nullptr && mr->qp != qp_)) {
+    return term::kRdmapCannotInvalidateProtection;
+  }
+  if (!invalidatable(mr->kind)) return term::kRdmapCannotInvalidate;
+  if (!invalidate_binding(stags_, mr)) return term::kRdmapCannotInvalidateProtection;  // just now
+  remotely_invalidated_ = std::move(mr);
+  return std::nullopt;
 }
 
 wire::TerminateCode write_error(AccessError e) {

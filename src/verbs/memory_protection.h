@@ -13,6 +13,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <optional>
 #include <vector>
 
 #include "base/bytes.h"
@@ -69,8 +70,14 @@ class MemoryProtection {
     }
     return proto::Scatter(scatter_);
   }
-  // A Send with Invalidate: invalidates `stag` if it names a region of this PD; false if not.
-  bool invalidate_remote(wire::Stag stag);
+  // A Send with Invalidate of `stag`: invalidates it if it names a fast-registered region of
+  // this PD or a type 2 window bound to this QP, and keeps the binding for
+  // take_remote_invalidation(); else the Terminate that refuses it: RDMAP / 2 / 0x09 for a
+  // registered region or a type 1 window (they cannot be invalidated), RDMAP / 1 / 0x09 for an
+  // STag that is unknown, of another PD or of another QP's window.
+  std::optional<wire::TerminateCode> invalidate_remote(wire::Stag stag);
+  // The binding the last successful invalidate_remote() took away (to be revoked), once.
+  MemoryRegionRef take_remote_invalidation() { return std::move(remotely_invalidated_); }
 
   // A local operation of the send queue (WrOpcode kBindWindow, kLocalInvalidate,
   // kRegisterFastRegion; verbs/local_operation.cc), carried out now. Returns the binding it
@@ -101,6 +108,7 @@ class MemoryProtection {
   StagSlotRegistry* const slots_;
   MemoryRegionRef write_mr_;  // the region the last inbound Write resolved
   MemoryRegionRef local_mr_;  // the region the last local SGE resolved
+  MemoryRegionRef remotely_invalidated_;  // until take_remote_invalidation()
   std::vector<ByteSpan> scatter_;
 };
 

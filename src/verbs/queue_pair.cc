@@ -48,21 +48,6 @@ void QueuePair::swept(const std::vector<Sweep>& done) {
   for (const Sweep& s : done) sq_.swept(s.first);
 }
 
-QpState QueuePair::state() const {
-  MutexLock lock(mu_);
-  return state_;
-}
-
-std::uint16_t QueuePair::ird() const {
-  MutexLock lock(mu_);
-  return binding_.ird();
-}
-
-std::uint16_t QueuePair::ord() const {
-  MutexLock lock(mu_);
-  return binding_.ord();
-}
-
 Status QueuePair::modify_state(QpState target) {
   MutexLock lock(mu_);
   if (Status s = check_qp_transition(state_, target); !s) return s;

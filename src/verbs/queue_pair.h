@@ -59,9 +59,18 @@ class QueuePair final : private proto::RdmapPort {
   Status post_send(std::span<const SendWr> wrs, std::size_t* posted);
   Status post_recv(const RecvWr& wr);
   Status modify_state(QpState target);
-  QpState state() const;
-  std::uint16_t ird() const;
-  std::uint16_t ord() const;
+  QpState state() const {
+    MutexLock lock(mu_);
+    return state_;
+  }
+  std::uint16_t ird() const {
+    MutexLock lock(mu_);
+    return binding_.ird();
+  }
+  std::uint16_t ord() const {
+    MutexLock lock(mu_);
+    return binding_.ord();
+  }
   // The application deregisters the region `memory` (verbs/revocation.h): once this returns, no
   // access of this QP reaches it; one in progress fails the QP with a Terminate.
   void revoke(ConstByteSpan memory);
@@ -112,7 +121,13 @@ class QueuePair final : private proto::RdmapPort {
   }
   std::optional<wire::TerminateCode> receive_complete(const proto::InboundSend& send) override
       REQUIRES(mu_) {
-    return receive_.complete(send);
+    std::optional<wire::TerminateCode> refused = receive_.complete(send);
+    // A Send with Invalidate took a binding away: every access through it is cut off on the
+    // progress thread, as for a local invalidation (with no request to complete).
+    if (MemoryRegionRef revoked = protection_.take_remote_invalidation()) {
+      binding_.sweep_later(0, std::move(revoked));
+    }
+    return refused;
   }
   Expected<proto::ReadSource, wire::TerminateCode> resolve_read_source(
       wire::Stag stag, wire::TaggedOffset offset, std::uint32_t length) override REQUIRES(mu_) {

@@ -131,29 +131,41 @@ TEST(LoopbackEvents, SolicitedEventFiresOnlyForSolicitedSends) {
   EXPECT_NE(solicited->flags & wc_flags::kSolicited, 0u);
 }
 
-// Send with Invalidate: the receiver reports the STag it invalidated, and that STag then
-// refuses remote access (the writer's QP gets a Terminate and goes to ERROR).
-TEST(LoopbackEvents, SendWithInvalidateInvalidatesTheStag) {
-  ConnectedPair p;
+// Send with Invalidate: the receiver reports the STag it invalidated (a type 2 window: a
+// registered region is not the peer's to invalidate), and that STag then refuses remote access
+// (the writer's QP gets a Terminate and goes to ERROR).
+TEST(LoopbackEvents, SendWithInvalidateUnbindsAType2Window) {
+  ConnectedPair::Options o;
+  o.access = access::kLocalWrite | access::kRemoteWrite | access::kRemoteRead | access::kMwBind;
+  ConnectedPair p(o);
   ASSERT_TRUE(p.connected);
   Side& cl = *p.client;
   Side& sv = *p.server;
+  MemoryWindow mw = sv.pd.alloc_mw(WindowType::kType2).value();
+  Sge range{reinterpret_cast<std::uintptr_t>(sv.buf.data()), 4096, sv.mr.lkey()};
+  SendWr bind{.wr_id = 4, .opcode = WrOpcode::kBindWindow, .sg_list = {&range, 1}};
+  bind.rkey = mw.rkey_with_key(0x3C);
+  bind.access = access::kRemoteWrite;
+  ASSERT_TRUE(sv.qp.post_send(bind));
+  auto bound = wait_wc(sv.cq);
+  ASSERT_TRUE(bound);
+  ASSERT_EQ(bound->status, WcStatus::kSuccess) << to_string(bound->status);
   Sge r = sv.mr.sge(0, 64);
   ASSERT_TRUE(sv.qp.post_recv({5, {&r, 1}}));
   Sge s = cl.mr.sge(0, 8);
   SendWr inv{.wr_id = 1, .opcode = WrOpcode::kSendWithInvalidate, .sg_list = {&s, 1}};
-  inv.invalidate_rkey = sv.mr.rkey();
+  inv.invalidate_rkey = bind.rkey;
   ASSERT_TRUE(cl.qp.post_send(inv));
   auto wc = wait_wc(sv.cq);
   ASSERT_TRUE(wc);
-  EXPECT_EQ(wc->status, WcStatus::kSuccess);
+  EXPECT_EQ(wc->status, WcStatus::kSuccess) << to_string(wc->status);
   EXPECT_NE(wc->flags & wc_flags::kWithInvalidate, 0u);
-  EXPECT_EQ(wc->invalidated_rkey, sv.mr.rkey());
+  EXPECT_EQ(wc->invalidated_rkey, bind.rkey);
   auto sent = wait_wc(cl.cq);
   ASSERT_TRUE(sent);
   SendWr write{.wr_id = 2, .opcode = WrOpcode::kRdmaWrite, .sg_list = {&s, 1}};
   write.remote_addr = reinterpret_cast<std::uintptr_t>(sv.buf.data());
-  write.rkey = sv.mr.rkey();
+  write.rkey = bind.rkey;
   ASSERT_TRUE(cl.qp.post_send(write));
   bool terminated = false;
   for (int i = 0; i < 100 && !terminated; ++i) {

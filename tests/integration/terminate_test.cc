@@ -621,6 +621,21 @@ TEST_F(TerminateTest, SendWithInvalidateOfStagOfAnotherPd) {
   EXPECT_TRUE(std::equal(data.begin(), data.end(), other_buf_.begin()));
 }
 
+// A registered region is not the peer's to invalidate (only a type 2 window or a fast-registered
+// region is): RDMAP, remote operation error, "STag cannot be invalidated"; the region stays.
+TEST_F(TerminateTest, SendWithInvalidateOfARegisteredRegion) {
+  ASSERT_NO_FATAL_FAILURE(connect_raw());
+  ASSERT_NO_FATAL_FAILURE(post_server_recv(9, 64));
+  auto h = RawPeer::untagged_header(RdmapOpcode::kSendInvalidate, wire::kQueueSend, 1);
+  h.ulp_reserved = keys_.rw_stag;
+  violate(h, pattern(16, 19), wire::term::kRdmapCannotInvalidate);
+  auto wc = wait_wc(*cq_);
+  ASSERT_TRUE(wc);
+  EXPECT_EQ(wc->wr_id, 9u);
+  EXPECT_EQ(wc->status, WcStatus::kRemoteInvalidRequestError) << to_string(wc->status);
+  EXPECT_TRUE(rw_mr_->deregister()) << "still registered";
+}
+
 // ---- MPA framing errors, with CRC negotiated (RFC 5044 section 8) ----
 
 TEST_F(TerminateTest, WrongCrc) {

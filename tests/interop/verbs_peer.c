@@ -139,6 +139,10 @@ struct peer {
   uint32_t max;                 /* data size limit */
   uint8_t *data, *recv, *ctl, *inv;  /* ctl: [0, 2048) to send, [2048, 4096) to receive */
   struct ibv_mr *data_mr, *recv_mr, *ctl_mr, *inv_mr;
+  /* The STag the peer may invalidate: a type 2 window over inv where the device has them (only
+   * such a window or a fast-registered region is the peer's to invalidate), else inv_mr's. */
+  struct ibv_mw* inv_mw;
+  uint32_t inv_rkey;
   uint8_t* spare;               /* [0, 4096): remote read only; [4096, 8192): in other_pd */
   struct ibv_pd* other_pd;
   struct ibv_mr *noacc_mr, *other_mr;
@@ -286,9 +290,15 @@ static int setup(struct peer* p, struct rdma_cm_id* id) {
   p->data_mr = ibv_reg_mr(p->pd, p->data, p->max ? p->max : 4096, all);
   p->recv_mr = ibv_reg_mr(p->pd, p->recv, p->max + 4096, IBV_ACCESS_LOCAL_WRITE);
   p->ctl_mr = ibv_reg_mr(p->pd, p->ctl, 4096, IBV_ACCESS_LOCAL_WRITE);
-  /* The region the client invalidates (remote write, no remote read). */
-  p->inv_mr = ibv_reg_mr(p->pd, p->inv, INV_LEN, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
+  /* The region the client invalidates (remote write, no remote read), through a type 2 window
+   * where the device offers them (bound once connected: bind_inv_window). */
+  struct ibv_device_attr da;
+  const int windows = ibv_query_device(p->verbs, &da) == 0 && (da.device_cap_flags & IBV_DEVICE_MEM_WINDOW_TYPE_2B);
+  p->inv_mr = ibv_reg_mr(p->pd, p->inv, INV_LEN,
+                         IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | (windows ? IBV_ACCESS_MW_BIND : 0));
   if (!p->data_mr || !p->recv_mr || !p->ctl_mr || !p->inv_mr) { say("FAIL: ibv_reg_mr: %s", strerror(errno)); return -1; }
+  p->inv_rkey = p->inv_mr->rkey;
+  if (windows && !(p->inv_mw = ibv_alloc_mw(p->pd, IBV_MW_TYPE_2))) { say("FAIL: ibv_alloc_mw: %s", strerror(errno)); return -1; }
   /* Targets for the write-no-access and write-other-pd provocations. */
   p->spare = aligned_alloc(4096, 8192);
   p->other_pd = ibv_alloc_pd(p->verbs);
@@ -303,6 +313,7 @@ static int setup(struct peer* p, struct rdma_cm_id* id) {
 static void teardown(struct peer* p) {
   if (p->qp) rdma_destroy_qp(p->id);
   p->qp = NULL;
+  if (p->inv_mw) ibv_dealloc_mw(p->inv_mw);
   struct ibv_mr* mrs[] = {p->data_mr, p->recv_mr, p->ctl_mr, p->inv_mr, p->noacc_mr, p->other_mr};
   for (size_t i = 0; i < sizeof mrs / sizeof mrs[0]; ++i)
     if (mrs[i]) ibv_dereg_mr(mrs[i]);
@@ -492,9 +503,9 @@ static int server_data_send(struct peer* p, const struct msg* c) {
     const int inv = (wc.wc_flags & IBV_WC_WITH_INV) != 0;
     /* Not every provider reports the invalidation (checked by the caller); a wrong rkey fails. */
     say("Send with Invalidate: wc flags 0x%x, IBV_WC_WITH_INV %s, invalidated_rkey 0x%08x, advertised 0x%08x%s",
-        wc.wc_flags, inv ? "set" : "not set", inv ? wc.invalidated_rkey : 0, p->inv_mr->rkey,
-        !inv ? "" : wc.invalidated_rkey == p->inv_mr->rkey ? ": match" : ": MISMATCH");
-    if (inv && wc.invalidated_rkey != p->inv_mr->rkey) status = 1;
+        wc.wc_flags, inv ? "set" : "not set", inv ? wc.invalidated_rkey : 0, p->inv_rkey,
+        !inv ? "" : wc.invalidated_rkey == p->inv_rkey ? ": match" : ": MISMATCH");
+    if (inv && wc.invalidated_rkey != p->inv_rkey) status = 1;
   }
   struct msg c2;
   if (recv_msg(p, &c2, 1) || c2.cmd != C_ACK) return -1;
@@ -564,6 +575,23 @@ static int server_inject(struct peer* p, const struct msg* c) {
   return 0;
 }
 
+/* Binds the type 2 window over inv (if there is one) to this QP, unsignaled: it takes effect
+ * before anything posted after it, the hello that advertises it among them. */
+static int bind_inv_window(struct peer* p) {
+  if (!p->inv_mw) return 0;
+  struct ibv_send_wr wr = {.wr_id = 5, .opcode = IBV_WR_BIND_MW}, *bad;
+  wr.bind_mw.mw = p->inv_mw;
+  wr.bind_mw.rkey = ibv_inc_rkey(p->inv_mw->rkey);
+  wr.bind_mw.bind_info.mr = p->inv_mr;
+  wr.bind_mw.bind_info.addr = (uintptr_t)p->inv;
+  wr.bind_mw.bind_info.length = INV_LEN;
+  wr.bind_mw.bind_info.mw_access_flags = IBV_ACCESS_REMOTE_WRITE;
+  if (ibv_post_send(p->qp, &wr, &bad)) { say("FAIL: IBV_WR_BIND_MW: %s", strerror(errno)); return -1; }
+  p->inv_rkey = wr.bind_mw.rkey;
+  say("window 0x%08x bound over the region the peer invalidates", p->inv_rkey);
+  return 0;
+}
+
 static int server_conn(struct peer* p, int conn) {
   struct rdma_cm_event* ev;
   if (cm_wait(p, RDMA_CM_EVENT_CONNECT_REQUEST, &ev)) return -1;
@@ -574,13 +602,13 @@ static int server_conn(struct peer* p, int conn) {
   if (setup(p, id) || post_recv(p, p->max + 4096)) return -1;
   struct rdma_conn_param cp = {.initiator_depth = 16, .responder_resources = (uint8_t)server_ird};
   if (rdma_accept(id, &cp)) { say("FAIL: rdma_accept: %s", strerror(errno)); return -1; }
-  if (cm_wait(p, RDMA_CM_EVENT_ESTABLISHED, NULL)) return -1;
+  if (cm_wait(p, RDMA_CM_EVENT_ESTABLISHED, NULL) || bind_inv_window(p)) return -1;
   /* The initiator sends first (RFC 5044 without peer-to-peer mode): its hello, then ours. */
   struct msg first;
   if (recv_msg(p, &first, 1)) return -1;
   if (first.cmd != C_HELLO) { say("FAIL: the client's first message is %u, not a hello", first.cmd); return -1; }
   struct msg hello = {.cmd = C_HELLO, .size = p->max, .addr = (uintptr_t)p->data, .rkey = p->data_mr->rkey,
-                      .inv_addr = (uintptr_t)p->inv, .inv_rkey = p->inv_mr->rkey,
+                      .inv_addr = (uintptr_t)p->inv, .inv_rkey = p->inv_rkey,
                       .noacc_addr = (uintptr_t)p->spare, .noacc_rkey = p->noacc_mr->rkey,
                       .other_addr = (uintptr_t)p->spare + 4096, .other_rkey = p->other_mr->rkey};
   if (send_msg(p, hello)) return -1;

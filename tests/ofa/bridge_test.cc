@@ -286,16 +286,35 @@ TEST_F(BridgeTest, ConnectedQpsMoveDataThroughVerbs) {
   EXPECT_STREQ(client_.buf + 3072, "written with IBV_WR_RDMA_WRITE");
   EXPECT_STREQ(server_.buf + 2048, "written with IBV_WR_RDMA_WRITE");
 
-  // Send with Invalidate: the server learns the invalidated STag from its completion.
+  // Send with Invalidate of a type 2 window the server bound (a registered region is not the
+  // peer's to invalidate): the server learns the invalidated STag from its completion.
   static char extra[256];
-  ibv_mr* target =
-      ibv_reg_mr(pd_, extra, sizeof extra, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
+  ibv_mr* target = ibv_reg_mr(pd_, extra, sizeof extra,
+                              IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_MW_BIND);
   ASSERT_NE(target, nullptr);
+  ibv_mw* mw = ibv_alloc_mw(pd_, IBV_MW_TYPE_2);
+  ASSERT_NE(mw, nullptr);
+  ibv_send_wr bind{};
+  bind.wr_id = 13;
+  bind.opcode = IBV_WR_BIND_MW;
+  bind.send_flags = IBV_SEND_SIGNALED;
+  bind.bind_mw.mw = mw;
+  bind.bind_mw.rkey = ibv_inc_rkey(mw->rkey);
+  bind.bind_mw.bind_info.mr = target;
+  bind.bind_mw.bind_info.addr = reinterpret_cast<std::uintptr_t>(extra);
+  bind.bind_mw.bind_info.length = sizeof extra;
+  bind.bind_mw.bind_info.mw_access_flags = IBV_ACCESS_REMOTE_WRITE;
+  ibv_send_wr* bad_bind = nullptr;
+  ASSERT_EQ(ibv_post_send(server_.qp, &bind, &bad_bind), 0);
+  wc = poll_one(server_.cq);
+  ASSERT_TRUE(wc.has_value());
+  ASSERT_EQ(wc->status, IBV_WC_SUCCESS);
+  ASSERT_EQ(wc->opcode, IBV_WC_BIND_MW);
   ASSERT_EQ(post_recv(server_, 3, 0, 256), 0);
   ibv_send_wr inv{};
   inv.wr_id = 14;
   inv.opcode = IBV_WR_SEND_WITH_INV;
-  inv.invalidate_rkey = target->rkey;
+  inv.invalidate_rkey = mw->rkey;
   ASSERT_EQ(post_send(client_, inv, 0, 16), 0);
   wc = poll_one(client_.cq);
   ASSERT_TRUE(wc.has_value());
@@ -304,8 +323,9 @@ TEST_F(BridgeTest, ConnectedQpsMoveDataThroughVerbs) {
   ASSERT_TRUE(wc.has_value());
   EXPECT_EQ(wc->status, IBV_WC_SUCCESS);
   EXPECT_TRUE((wc->wc_flags & IBV_WC_WITH_INV) != 0);
-  EXPECT_EQ(wc->invalidated_rkey, target->rkey);
-  EXPECT_EQ(ibv_dereg_mr(target), 0);
+  EXPECT_EQ(wc->invalidated_rkey, mw->rkey);
+  EXPECT_EQ(ibv_dereg_mr(target), 0) << "the window is unbound";
+  EXPECT_EQ(ibv_dealloc_mw(mw), 0);
 }
 
 // A list longer than the adapter's chunk of requests: the ones before the bad request are

@@ -525,6 +525,7 @@ TEST(runtime_stream_simulator, SendWithInvalidate) {
     Region& src = s.reg(s.a, 64, 0);
     Region& dst = s.reg(s.b, 64, access::kLocalWrite);
     Region& advertised = s.reg(s.b, 256, kAllRemote);
+    advertised.mr->kind = StagKind::kFastRegion;  // a peer may invalidate only such an STag
     ASSERT_TRUE(Sim::post_recv(s.b, 1, {dst.sge(0, 64)}).is_ok());
     ASSERT_TRUE(Sim::post_send(s.a, 2, WrOpcode::kSendWithInvalidate, {src.sge(0, 64)},
                                send_flags::kSignaled, 0, 0, advertised.key())

@@ -11,6 +11,7 @@
 #include <utility>
 #include <vector>
 
+#include "verbs/stag_slot.h"
 #include "verbs/verbs_test_util.h"
 
 namespace uwarp::verbs {
@@ -146,18 +147,33 @@ TEST_F(InboundReceiveTest, AReceiveIntoMemoryItMayNotWriteFailsWithALocalProtect
   EXPECT_EQ(refusal(receive_.place(MessageOffset{4}, 4, false)), term::kDdpUntaggedNoBuffer);
 }
 
-TEST_F(InboundReceiveTest, ASendWithInvalidateInvalidatesARegionOfThisPd) {
-  Buffer target = testing::register_buffer(device_.stags(), &pd_, 64, kRemote);
+TEST_F(InboundReceiveTest, ASendWithInvalidateInvalidatesAFastRegionOfThisPd) {
+  std::vector<std::uint8_t> memory(64);
+  auto fast = StagSlot::allocate(device_.stags(), &pd_, StagKind::kFastRegion).value();
+  StagSlot::FastRegistration r{memory.data(), memory.size(), 0, access::kRemoteWrite, fast->stag() ^ 3};
+  ASSERT_TRUE(fast->register_fast(r));
+  const MemoryRegionRef target = fast->binding();
   post(rq_, 1, {buf_.sge(0, 8)});
   ASSERT_TRUE(receive_.place(MessageOffset{0}, 8, true));
-  EXPECT_EQ(receive_.complete(send(8, RdmapOpcode::kSendInvalidate, target.mr->stag)),
-            std::nullopt);
-  EXPECT_FALSE(target.mr->valid.load());
+  EXPECT_EQ(receive_.complete(send(8, RdmapOpcode::kSendInvalidate, r.new_stag)), std::nullopt);
+  EXPECT_FALSE(target->valid.load());
   const auto wcs = poll_all(cq_);
   ASSERT_EQ(wcs.size(), 1u);
   EXPECT_EQ(wcs[0].status, WcStatus::kSuccess);
   EXPECT_EQ(wcs[0].flags, wc_flags::kWithInvalidate);
-  EXPECT_EQ(wcs[0].invalidated_rkey, target.mr->stag);
+  EXPECT_EQ(wcs[0].invalidated_rkey, r.new_stag);
+}
+
+TEST_F(InboundReceiveTest, ASendWithInvalidateOfARegisteredRegionIsAnsweredWithATerminate) {
+  Buffer target = testing::register_buffer(device_.stags(), &pd_, 64, kRemote);
+  post(rq_, 1, {buf_.sge(0, 8)});
+  ASSERT_TRUE(receive_.place(MessageOffset{0}, 8, true));
+  EXPECT_EQ(receive_.complete(send(8, RdmapOpcode::kSendInvalidate, target.mr->stag)),
+            term::kRdmapCannotInvalidate);
+  EXPECT_TRUE(target.mr->valid.load()) << "a registered region stays until it is deregistered";
+  const auto wcs = poll_all(cq_);
+  ASSERT_EQ(wcs.size(), 1u);
+  EXPECT_EQ(wcs[0].status, WcStatus::kRemoteInvalidRequestError);
 }
 
 TEST_F(InboundReceiveTest, ASendWithInvalidateOfAnotherPd_sRegionIsAnsweredWithATerminate) {

@@ -10,6 +10,7 @@
 #include <limits>
 #include <vector>
 
+#include "verbs/stag_slot.h"
 #include "verbs/verbs_test_util.h"
 
 namespace uwarp::verbs {
@@ -33,7 +34,8 @@ class MemoryProtectionTest : public ::testing::Test {
   StagTable stags_;
   ProtectionDomain pd_{1};
   ProtectionDomain other_pd_{2};
-  MemoryProtection protection_{stags_, &pd_};
+  int qp_ = 0;  // stands for the QP these checks are for
+  MemoryProtection protection_{stags_, &pd_, &qp_};
   Buffer mine_;
   Buffer local_only_;
   Buffer theirs_;
@@ -153,13 +155,51 @@ TEST_F(MemoryProtectionTest, AReadSinkIsSlicedByOffsetAcrossItsSpans) {
   EXPECT_EQ(gone.error(), term::kDdpTaggedBaseBounds);
 }
 
-TEST_F(MemoryProtectionTest, OnlyARegionOfThisPdMayBeInvalidatedByThePeer) {
-  EXPECT_FALSE(protection_.invalidate_remote(theirs_.stag()));
+TEST_F(MemoryProtectionTest, APeerCannotInvalidateARegisteredRegionOrAnotherPdsStag) {
+  EXPECT_EQ(protection_.invalidate_remote(mine_.stag()), term::kRdmapCannotInvalidate);
+  EXPECT_TRUE(mine_.mr->valid.load());
+  EXPECT_TRUE(protection_.resolve_write(mine_.stag(), mine_.to(), 1));
+  EXPECT_EQ(protection_.invalidate_remote(theirs_.stag()), term::kRdmapCannotInvalidateProtection);
   EXPECT_TRUE(theirs_.mr->valid.load());
-  EXPECT_FALSE(protection_.invalidate_remote(wire::Stag{unknown_stag()}));
-  EXPECT_TRUE(protection_.invalidate_remote(mine_.stag()));
-  EXPECT_FALSE(mine_.mr->valid.load());
-  EXPECT_FALSE(protection_.resolve_write(mine_.stag(), mine_.to(), 1));
+  EXPECT_EQ(protection_.invalidate_remote(wire::Stag{unknown_stag()}), term::kRdmapCannotInvalidateProtection);
+  EXPECT_EQ(protection_.take_remote_invalidation(), nullptr);
+}
+
+TEST_F(MemoryProtectionTest, APeerInvalidatesAFastRegionOrAType2WindowOfThisQp) {
+  Buffer bindable = testing::register_buffer(stags_, &pd_, 256, kRemote | access::kMwBind);
+  auto window = [&](const void* qp) {
+    auto mw = StagSlot::allocate(stags_, &pd_, StagKind::kWindow2).value();
+    StagSlot::WindowBind b;
+    b.region = bindable.mr;
+    b.addr = bindable.addr();
+    b.length = 64;
+    b.access = access::kRemoteWrite;
+    b.new_stag = mw->stag() ^ 0x5A;
+    b.qp = qp;
+    EXPECT_TRUE(mw->bind_window(b));
+    return mw;
+  };
+  int other_qp = 0;
+  auto theirs = window(&other_qp);
+  EXPECT_EQ(protection_.invalidate_remote(wire::Stag{theirs->stag()}), term::kRdmapCannotInvalidateProtection)
+      << "a window bound to another QP";
+  EXPECT_NE(theirs->binding(), nullptr);
+
+  auto mine = window(&qp_);
+  const MemoryRegionRef binding = mine->binding();
+  ASSERT_NE(binding, nullptr);
+  ASSERT_TRUE(protection_.resolve_write(wire::Stag{binding->stag}, wire::TaggedOffset{bindable.addr()}, 8));
+  EXPECT_EQ(protection_.invalidate_remote(wire::Stag{binding->stag}), std::nullopt);
+  EXPECT_EQ(protection_.take_remote_invalidation(), binding) << "handed over to be revoked";
+  EXPECT_EQ(protection_.take_remote_invalidation(), nullptr) << "once";
+  EXPECT_EQ(mine->binding(), nullptr);
+  EXPECT_FALSE(protection_.resolve_write(wire::Stag{binding->stag}, wire::TaggedOffset{bindable.addr()}, 8));
+
+  auto fast = StagSlot::allocate(stags_, &pd_, StagKind::kFastRegion).value();
+  StagSlot::FastRegistration r{bindable.bytes.data(), 256, 0, access::kRemoteRead, fast->stag() ^ 1};
+  ASSERT_TRUE(fast->register_fast(r));
+  EXPECT_EQ(protection_.invalidate_remote(wire::Stag{r.new_stag}), std::nullopt);
+  EXPECT_EQ(fast->binding(), nullptr);
 }
 
 TEST(verbs_memory_protection, SliceTakesTheRangeAcrossSpansAndFailsPastTheEnd) {
