@@ -291,6 +291,20 @@ class TerminateTest : public ::testing::Test {
     ASSERT_NO_FATAL_FAILURE(expect_terminate(e));
   }
 
+  // A Send with Invalidate of `stag` into a receive posted for it (wr_id 9) gets `code`; the
+  // receive completes in error.
+  void refused_invalidation(std::uint32_t stag, std::uint32_t seed, const TerminateCode& code,
+                            WcStatus expected_status) {
+    ASSERT_NO_FATAL_FAILURE(post_server_recv(9, 64));
+    auto h = RawPeer::untagged_header(RdmapOpcode::kSendInvalidate, wire::kQueueSend, 1);
+    h.ulp_reserved = stag;
+    violate(h, pattern(16, seed), code);
+    auto wc = wait_wc(*cq_);
+    ASSERT_TRUE(wc);
+    EXPECT_EQ(wc->wr_id, 9u);
+    EXPECT_EQ(wc->status, expected_status) << to_string(wc->status);
+  }
+
   void post_server_recv(std::uint64_t wr_id, std::uint32_t length) {
     Sge r = rw_mr_->sge(0, length);
     ASSERT_TRUE(qp_->post_recv({wr_id, {&r, 1}}));
@@ -592,14 +606,9 @@ TEST_F(TerminateTest, Rfc7306AtomicRequestIsNotSupported) {
 
 TEST_F(TerminateTest, SendWithInvalidateOfStagOfAnotherPd) {
   ASSERT_NO_FATAL_FAILURE(connect_raw());
-  ASSERT_NO_FATAL_FAILURE(post_server_recv(9, 64));
-  auto h = RawPeer::untagged_header(RdmapOpcode::kSendInvalidate, wire::kQueueSend, 1);
-  h.ulp_reserved = keys_.other_stag;
-  violate(h, pattern(16, 17), wire::term::kRdmapCannotInvalidateProtection);
-  auto wc = wait_wc(*cq_);
-  ASSERT_TRUE(wc);
-  EXPECT_EQ(wc->wr_id, 9u);
-  EXPECT_NE(wc->status, WcStatus::kSuccess);
+  ASSERT_NO_FATAL_FAILURE(refused_invalidation(keys_.other_stag, 17,
+                                               wire::term::kRdmapCannotInvalidateProtection,
+                                               WcStatus::kRemoteInvalidRequestError));
   // The other PD's region was not invalidated: a QP of that PD can still write into it.
   std::optional<Endpoint> client, server;
   ASSERT_NO_FATAL_FAILURE(connect_uwarp_pair(client, server, &*pd_other_));
@@ -625,14 +634,8 @@ TEST_F(TerminateTest, SendWithInvalidateOfStagOfAnotherPd) {
 // region is): RDMAP, remote operation error, "STag cannot be invalidated"; the region stays.
 TEST_F(TerminateTest, SendWithInvalidateOfARegisteredRegion) {
   ASSERT_NO_FATAL_FAILURE(connect_raw());
-  ASSERT_NO_FATAL_FAILURE(post_server_recv(9, 64));
-  auto h = RawPeer::untagged_header(RdmapOpcode::kSendInvalidate, wire::kQueueSend, 1);
-  h.ulp_reserved = keys_.rw_stag;
-  violate(h, pattern(16, 19), wire::term::kRdmapCannotInvalidate);
-  auto wc = wait_wc(*cq_);
-  ASSERT_TRUE(wc);
-  EXPECT_EQ(wc->wr_id, 9u);
-  EXPECT_EQ(wc->status, WcStatus::kRemoteInvalidRequestError) << to_string(wc->status);
+  ASSERT_NO_FATAL_FAILURE(refused_invalidation(keys_.rw_stag, 19, wire::term::kRdmapCannotInvalidate,
+                                               WcStatus::kRemoteInvalidRequestError));
   EXPECT_TRUE(rw_mr_->deregister()) << "still registered";
 }
 
