@@ -15,15 +15,21 @@ void EventFd::signal() {
   [[maybe_unused]] ssize_t n = ::write(fd_.get(), &one, sizeof one);
 }
 
-bool EventFd::take(bool blocking) {
-  if (!blocking && !wait_readable(0)) return false;
+bool EventFd::try_take() {
+  if (!wait_readable(0)) return false;
   std::uint64_t v = 0;
   while (true) {
+    // Readable, so this returns at once unless another consumer took the count meanwhile.
     const ssize_t n = ::read(fd_.get(), &v, sizeof v);
     if (n == sizeof v) return true;
     if (n < 0 && errno == EINTR) continue;
     return false;
   }
+}
+
+bool EventFd::read_one() {
+  std::uint64_t v = 0;
+  return ::read(fd_.get(), &v, sizeof v) == sizeof v;
 }
 
 bool EventFd::wait_readable(int timeout_ms) const {

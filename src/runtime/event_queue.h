@@ -25,7 +25,7 @@ class EventQueue {
   // timeout_ms: 0 polls, -1 waits without limit.
   std::optional<T> take(int timeout_ms) {
     if (timeout_ms != 0 && !efd_.wait_readable(timeout_ms)) return std::nullopt;
-    if (!efd_.take(false)) return std::nullopt;
+    if (!efd_.try_take()) return std::nullopt;
     MutexLock lock(mu_);
     if (events_.empty()) return std::nullopt;
     T e = std::move(events_.front());
@@ -47,11 +47,12 @@ class EventQueue {
     }
     return n;
   }
-  // Blocking take that honours O_NONBLOCK set on fd() (for OFA's read()-like calls). Returns
-  // nullopt with errno from read() (EAGAIN when non-blocking and empty), or with errno untouched
-  // when another consumer took the event first.
+  // Blocking take that honours O_NONBLOCK set on fd() and signals (for OFA's read()-like calls:
+  // io::EventFd::read_one). Returns nullopt with errno from read() (EAGAIN when non-blocking and
+  // empty, EINTR when a signal handler interrupted it), or with errno untouched when another
+  // consumer took the event first.
   std::optional<T> take_honouring_fd_mode() {
-    if (!efd_.take(true)) return std::nullopt;
+    if (!efd_.read_one()) return std::nullopt;
     MutexLock lock(mu_);
     if (events_.empty()) return std::nullopt;
     T e = std::move(events_.front());

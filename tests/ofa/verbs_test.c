@@ -19,8 +19,10 @@
 #include <infiniband/verbs.h>
 #include <poll.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdint.h>
 #include <sys/epoll.h>
+#include <sys/time.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -914,6 +916,61 @@ static void test_open_close_leaves_caller_alone(struct ibv_device* dev) {
   }
 }
 
+/* A signal interrupts ibv_get_cq_event as it interrupts the read() it is in rdma-core: with a
+ * handler installed without SA_RESTART, the call fails with EINTR (qperf ends its tests so: a
+ * SIGALRM handler sets a flag, and the blocked ibv_get_cq_event must return). A watchdog thread
+ * ends the process after 3 s if the call does not return. */
+static volatile sig_atomic_t alarms;
+static void on_alarm(int sig) {
+  (void)sig;
+  alarms = alarms + 1;
+}
+static void* watchdog(void* arg) {
+  volatile int* done = arg;
+  for (int i = 0; i < 300 && !__atomic_load_n(done, __ATOMIC_ACQUIRE); ++i) usleep(10000);
+  if (!__atomic_load_n(done, __ATOMIC_ACQUIRE)) {
+    fprintf(stderr, "FAIL: ibv_get_cq_event ignored SIGALRM for 3 s\n");
+    _exit(1);
+  }
+  return NULL;
+}
+static void test_signal_interrupts_get_cq_event(struct ibv_context* ctx) {
+  struct ibv_comp_channel* ch = ibv_create_comp_channel(ctx);
+  struct ibv_cq* cq = ch != NULL ? ibv_create_cq(ctx, 4, NULL, ch, 0) : NULL;
+  CHECK(cq != NULL);
+  if (cq == NULL) return;
+  CHECK_ERR(ibv_req_notify_cq(cq, 0), 0);
+  struct sigaction act = {0}, old;
+  act.sa_handler = on_alarm; /* no SA_RESTART */
+  sigemptyset(&act.sa_mask);
+  CHECK(sigaction(SIGALRM, &act, &old) == 0);
+  /* The first alarm after 50 ms, then every 10 ms (as qperf's timer repeats). */
+  struct itimerval timer = {.it_interval = {0, 10000}, .it_value = {0, 50000}};
+  CHECK(setitimer(ITIMER_REAL, &timer, NULL) == 0);
+  int done = 0;
+  pthread_t t;
+  CHECK(pthread_create(&t, NULL, watchdog, &done) == 0);
+  struct ibv_cq* ev_cq = NULL;
+  void* ev_ctx = NULL;
+  double start = now_ms();
+  errno = 0;
+  int rc = ibv_get_cq_event(ch, &ev_cq, &ev_ctx);
+  int err = errno;
+  __atomic_store_n(&done, 1, __ATOMIC_RELEASE);
+  struct itimerval off = {{0, 0}, {0, 0}};
+  setitimer(ITIMER_REAL, &off, NULL);
+  pthread_join(t, NULL);
+  sigaction(SIGALRM, &old, NULL);
+  if (rc != -1 || err != EINTR) {
+    fprintf(stderr, "ibv_get_cq_event under SIGALRM: %d (%s) after %.1f ms\n", rc, strerror(err),
+            now_ms() - start);
+  }
+  CHECK(rc == -1 && err == EINTR);
+  CHECK(alarms >= 1);
+  CHECK_ERR(ibv_destroy_cq(cq), 0);
+  CHECK_ERR(ibv_destroy_comp_channel(ch), 0);
+}
+
 int main(void) {
   struct ibv_device** list = NULL;
   struct ibv_device* dev = test_device_list(&list);
@@ -933,6 +990,7 @@ int main(void) {
   test_memory(ctx);
   test_memory_windows(ctx);
   test_cq_and_channel(ctx);
+  test_signal_interrupts_get_cq_event(ctx);
   test_qp(ctx);
   test_srq_and_async(ctx);
   test_unsupported(ctx);
