@@ -497,7 +497,9 @@ unsupported_pair() {
 # qperf (Debian's 0.4.11): its RC tests over rdma_cm (-cm1), one client call per test against one
 # server. That qperf's server tells the client the port of a test's rdma_cm listener before it
 # listens (fixed in later qperf): a client that connects first is rejected ("unexpected event
-# from RDMA CM: Event rejected"); that failure alone is retried, at most 3 attempts, saying so.
+# from RDMA CM: Event rejected"). That failure alone is retried, at most 3 attempts, saying so;
+# a retry delays the client's rdma_resolve_addr by 500 ms (tests/interop/connect_delay.c), since
+# in a sanitizer build under load the client won the race three times in a row.
 # Not run: rc_compare_swap_mr and rc_fetch_add_mr (uwarp has no RFC 7306 atomics yet); rc_bw,
 # rc_bi_bw and rc_rdma_write_bw (RDMA Writes with Immediate), whose sender keeps 1,024 messages
 # in flight that each take a receive the server reposts only as it polls: once the sender runs
@@ -506,16 +508,21 @@ unsupported_pair() {
 # retry, which iWARP does not have on the wire.
 group_qperf() {
   need qperf
-  local port=21301 t name attempt rc
+  local port=21301 t name attempt rc delay=()
+  local shim
+  shim="$(dirname "$run")/libinterop_connect_delay.so"
   server qperf 240 qperf -lp "$port"
   wait_listen "$port" || fail "qperf: the server does not listen on port $port"
   for t in rc_lat rc_rdma_read_lat rc_rdma_read_bw rc_rdma_write_lat rc_rdma_write_poll_lat; do
     name="qperf_$t"
+    delay=()
     for attempt in 1 2 3; do
-      client "$name" 30 qperf -cm1 -lp "$port" -t 1 127.0.0.1 "$t"
+      client "$name" 30 "${delay[@]}" qperf -cm1 -lp "$port" -t 1 127.0.0.1 "$t"
       rc=$?
       if [ $rc -ne 0 ] && [ $attempt -lt 3 ] && grep -q "unexpected event from RDMA CM: Event rejected" "$tmp/$name.client"; then
         echo "note: $name: qperf's client connected before its server listened; retrying"
+        [ -f "$shim" ] && delay=(env "LD_PRELOAD=${UWARP_OFA_PRELOAD:+$UWARP_OFA_PRELOAD:}$shim"
+                                 UWARP_CONNECT_DELAY_SKIP=0 UWARP_CONNECT_DELAY_MS=500)
         continue
       fi
       break
