@@ -49,6 +49,13 @@ class Port final : public proto::RdmapPort {
     scatter_.assign(1, ByteSpan(mem_[0].get() + mo, length));
     return proto::Scatter(scatter_);
   }
+  bool wait_for_receive() override {
+    FUZZ_CHECK(!ended() && receives_ == 0);
+    return waits_;
+  }
+  // Receiver not ready: a message with no receive waits for one (as a QP whose application
+  // asked for receiver-not-ready retries) or is refused with the Terminate.
+  bool waits_ = false;
   std::optional<wire::TerminateCode> receive_complete(const proto::InboundSend& send) override {
     FUZZ_CHECK(!ended());
     // A Send's length is what was placed; an Immediate Data's, that of the Write before it.
@@ -168,6 +175,7 @@ void run_one(const std::uint8_t* data, std::size_t size) {
   p.send_rtr = static_cast<proto::RtrType>(in.ConsumeIntegralInRange<int>(0, 3));
   p.expect_rtr = static_cast<proto::RtrType>(in.ConsumeIntegralInRange<int>(0, 3));
   p.max_ulpdu = in.ConsumeIntegralInRange<std::size_t>(64, 2048);
+  port.waits_ = in.ConsumeBool();
   proto::RdmapEngine engine(port, p);
   proto::TxBatch batch;
   proto::RdmapEngine::TxGate gate{true, true};
@@ -212,6 +220,10 @@ void run_one(const std::uint8_t* data, std::size_t size) {
       case 2:
         if (in.ConsumeBool()) {
           port.post_receive();
+          engine.resume_rx();  // as verbs does when a receive is posted
+        } else if (engine.rx_waiting() && in.ConsumeBool()) {
+          port.waits_ = false;  // the wait ran out: the Terminate for no buffer
+          engine.resume_rx();
         } else {
           port.post(in);
         }
@@ -231,7 +243,8 @@ void run_one(const std::uint8_t* data, std::size_t size) {
             FUZZ_CHECK(used <= piece);
             fed += used;
             if (used < piece) {
-              FUZZ_CHECK(!engine.rx_open());  // it stops early only at a violation
+              // It stops early only at a violation, or to wait for a receive.
+              FUZZ_CHECK(!engine.rx_open() || engine.rx_waiting());
               break;
             }
           }

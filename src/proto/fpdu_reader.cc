@@ -29,7 +29,7 @@ void FpduReader::fail(const wire::TerminateCode& code) {
 
 std::size_t FpduReader::feed(ConstByteSpan input) {
   std::size_t used = 0;
-  while (used < input.size() && !failed()) {
+  while (used < input.size() && !failed() && !waiting()) {
     if (state_ == State::kHeader && have_ == 0) {
       // Most FPDUs arrive whole in one receive: take those in one step.
       if (const std::size_t n = feed_whole_fpdu(input.subspan(used)); n > 0) {
@@ -63,6 +63,8 @@ std::size_t FpduReader::feed(ConstByteSpan input) {
         on_payload_bytes(n);
         break;
       }
+      case State::kWait:  // the loop's condition
+        break;
       case State::kTrailer: {
         const std::size_t n = std::min(avail, need_ - have_);
         std::memcpy(trailer_.data() + have_, input.data() + used, n);
@@ -120,6 +122,9 @@ void FpduReader::begin_segment() {
       break;
     case Placement::Kind::kDiscard:
       break;
+    case Placement::Kind::kWait:
+      state_ = State::kWait;
+      return;
   }
   state_ = State::kPayload;
   if (payload_left_ == 0) on_payload_bytes(0);
@@ -137,7 +142,7 @@ std::size_t FpduReader::feed_whole_fpdu(ConstByteSpan in) {
   header_size_ = header_size;
   have_ = need_ = header_end;
   begin_segment();
-  if (failed()) return header_end;
+  if (failed() || waiting()) return header_end;
 
   const ConstByteSpan payload = in.subspan(header_end, payload_left_);
   std::size_t placed = 0;
@@ -162,6 +167,7 @@ std::size_t FpduReader::feed_whole_fpdu(ConstByteSpan in) {
       break;
     case Placement::Kind::kDiscard:
     case Placement::Kind::kReject:  // failed() above
+    case Placement::Kind::kWait:    // waiting() above
       break;
   }
   if (crc_enabled_) crc_.update(payload);

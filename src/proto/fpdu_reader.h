@@ -33,8 +33,14 @@ class FpduReader {
   FpduReader(FpduSink& sink, bool crc_enabled) : sink_(sink), crc_enabled_(crc_enabled) {}
 
   // Consumes as much of `input` as possible; returns the bytes consumed. Stops early only when
-  // failed() becomes true.
+  // failed() or waiting() becomes true.
   std::size_t feed(ConstByteSpan input);
+  // The sink asked to wait (Placement::kWait) with a segment's header complete: the reader takes
+  // no byte until resume(), which asks the sink again where that segment's payload goes.
+  bool waiting() const { return state_ == State::kWait && !failed(); }
+  void resume() {
+    if (waiting()) begin_segment();
+  }
 
   // A span that the next payload bytes may be received into directly, or empty when the reader
   // needs header or trailer bytes (receive those into a bounce buffer and feed() them).
@@ -61,7 +67,7 @@ class FpduReader {
   void set_crc_enabled(bool on) { crc_enabled_ = on; }
 
  private:
-  enum class State : std::uint8_t { kHeader, kPayload, kTrailer };
+  enum class State : std::uint8_t { kHeader, kWait, kPayload, kTrailer };
 
   void fail(const wire::TerminateCode& code);
   // feed()'s fast path for an FPDU that lies whole at the start of `in` (the reader between

@@ -23,6 +23,8 @@ struct Placement {
                 // on_segment_end; for Read Requests and Terminates
     kReject,    // protocol violation: the connection terminates with `error`
     kDiscard,   // read and drop the payload (after a Terminate, the stream is only drained)
+    kWait,      // not yet: the reader stops before the payload (FpduReader::waiting) and asks
+                // again when resumed (a receiver not ready for an untagged message)
   };
   Kind kind = Kind::kReject;
   std::span<const ByteSpan> scatter;  // owned by the sink; valid until on_segment_end
@@ -32,6 +34,7 @@ struct Placement {
   static Placement buffered() { return {Kind::kBuffered, {}, {}}; }
   static Placement reject(wire::TerminateCode e) { return {Kind::kReject, {}, e}; }
   static Placement discard() { return {Kind::kDiscard, {}, {}}; }
+  static Placement wait() { return {Kind::kWait, {}, {}}; }
 };
 
 inline constexpr std::size_t kMaxBufferedPayload = wire::kTerminateMaxSize + 64;

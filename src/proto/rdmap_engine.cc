@@ -30,6 +30,12 @@ void RdmapEngine::commit_direct(std::size_t n) {
   if (reader_.failed()) handle_rx_failure();
 }
 
+void RdmapEngine::resume_rx() {
+  if (!rx_open()) return;
+  reader_.resume();
+  if (reader_.failed()) handle_rx_failure();
+}
+
 bool RdmapEngine::rx_open() const {
   return !reader_.failed() && !receiver_.terminated() && !terminate_.queued();
 }

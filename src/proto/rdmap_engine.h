@@ -58,6 +58,10 @@ class RdmapEngine final : private RxDelegate {
   bool rx_open() const;
   // No FPDU is partly received (an end of stream here is an orderly close).
   bool rx_at_boundary() const { return reader_.at_boundary(); }
+  // Reception waits for a receive (RdmapPort::wait_for_receive): feed() takes no byte until
+  // resume_rx(), which asks the port again (and may end in the Terminate for no buffer).
+  bool rx_waiting() const { return reader_.waiting(); }
+  void resume_rx();
 
   // Transmit: appends FPDUs to `batch`; true if it added any.
   bool fill(TxBatch& batch, TxGate gate) { return tx_.fill(batch, gate); }
@@ -97,6 +101,7 @@ class RdmapEngine final : private RxDelegate {
   ScatterResult resolve_receive(wire::Msn msn, wire::MessageOffset mo, std::size_t length,
                                 bool first_segment) override;
   std::optional<wire::TerminateCode> receive_complete(const InboundSend& send) override;
+  bool wait_for_receive() override { return port_.wait_for_receive(); }
   std::optional<wire::TerminateCode> read_request(const wire::ReadRequest& request) override;
   void terminate_received(const wire::TerminateMessage& message) override;
   void rtr_received() override;

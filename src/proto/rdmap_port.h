@@ -51,6 +51,10 @@ class RdmapPort {
   virtual ScatterResult resolve_receive(wire::Msn msn, wire::MessageOffset mo, std::size_t length,
                                         bool first_segment) = 0;
   virtual std::optional<wire::TerminateCode> receive_complete(const InboundSend& send) = 0;
+  // No receive is posted for the next message: true to wait for one (RxDelegate::
+  // wait_for_receive; the engine's owner resumes it, RdmapEngine::resume_rx), false for the
+  // Terminate.
+  virtual bool wait_for_receive() = 0;
   // A Read Request's source [offset, offset + length) of `stag`, checked for remote read.
   virtual Expected<ReadSource, wire::TerminateCode> resolve_read_source(wire::Stag stag,
                                                                         wire::TaggedOffset offset,

@@ -103,7 +103,7 @@ Placement RdmapReceiver::on_send_header(const wire::DdpHeader& h, std::size_t pa
   }
   segment_ = Segment::kSend;
   auto r = delegate_.resolve_receive(msn, mo, payload_length, first);
-  if (!r) return Placement::reject(r.error());
+  if (!r) return first ? no_receive(r.error()) : Placement::reject(r.error());
   send_in_progress_ = true;
   return Placement::into(*r);
 }
@@ -117,9 +117,14 @@ Placement RdmapReceiver::on_immediate_header(const wire::DdpHeader& h, std::size
   if (checked.kind == Placement::Kind::kReject) return checked;
   if (send_in_progress_) return Placement::reject(term::kRdmapUnexpectedOpcode);
   auto r = delegate_.resolve_receive(wire::Msn{h.msn}, wire::MessageOffset{0}, 0, true);
-  if (!r) return Placement::reject(r.error());
+  if (!r) return no_receive(r.error());
   segment_ = Segment::kImmediate;
   return checked;
+}
+
+Placement RdmapReceiver::no_receive(const wire::TerminateCode& code) {
+  if (code == term::kDdpUntaggedNoBuffer && delegate_.wait_for_receive()) return Placement::wait();
+  return Placement::reject(code);
 }
 
 Placement RdmapReceiver::on_queue_message_header(const wire::DdpHeader& h, std::size_t payload_length,

@@ -50,6 +50,10 @@ class RxDelegate {
   virtual ScatterResult resolve_receive(wire::Msn msn, wire::MessageOffset mo, std::size_t length,
                                         bool first_segment) = 0;
   virtual std::optional<wire::TerminateCode> receive_complete(const InboundSend& send) = 0;
+  // No receive is posted for the next message (resolve_receive answered DDP / untagged / no
+  // buffer): true if reception is to wait for one (a receiver not ready) rather than end with
+  // that Terminate. Asked again each time the waiting reception resumes.
+  virtual bool wait_for_receive() = 0;
   // A valid Read Request within IRD: validate the source and queue the Read Response.
   virtual std::optional<wire::TerminateCode> read_request(const wire::ReadRequest& request) = 0;
   // The peer sent a Terminate. Reception ends after this call.
@@ -83,6 +87,9 @@ class RdmapReceiver final : public FpduSink {
   Placement on_rtr_header(const wire::DdpHeader& h, std::size_t payload_length);
   Placement on_send_header(const wire::DdpHeader& h, std::size_t payload_length);
   Placement on_immediate_header(const wire::DdpHeader& h, std::size_t payload_length);
+  // resolve_receive refused a message's first segment with `code`: the Terminate, or a wait for
+  // a receive (RxDelegate::wait_for_receive).
+  Placement no_receive(const wire::TerminateCode& code);
   Placement on_queue_message_header(const wire::DdpHeader& h, std::size_t payload_length,
                                     std::uint32_t queue, std::size_t exact_length);
   Placement from(const ScatterResult& r);

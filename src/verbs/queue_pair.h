@@ -138,6 +138,7 @@ class QueuePair final : private proto::RdmapPort {
     return protection_.resolve_read_sink(sq_.read_sink(seq), offset, length);
   }
   void read_complete(std::uint64_t seq) override REQUIRES(mu_) { sq_.read_complete(seq); }
+  bool wait_for_receive() override REQUIRES(mu_) { return false; }  // no receiver-not-ready wait yet
   bool peek_request(proto::OutboundRequest& next) override REQUIRES(mu_) { return sq_.peek(next); }
   bool start_request(proto::OutboundRequest& r, std::vector<ConstByteSpan>& payload) override
       REQUIRES(mu_);

@@ -117,6 +117,13 @@ class FakePort final : public RdmapPort {
     scatter_.assign(1, ByteSpan(active_).subspan(mo, length));
     return Scatter(scatter_);
   }
+  // Receiver not ready: wait for a receive while `wait_for_receives` (counted in `waits`).
+  bool wait_for_receive() override {
+    ++waits;
+    return wait_for_receives;
+  }
+  bool wait_for_receives = false;
+  int waits = 0;
   std::optional<wire::TerminateCode> receive_complete(const InboundSend& send) override {
     active_.resize(send.length);
     received.push_back(std::move(active_));
@@ -303,6 +310,84 @@ TEST_P(EngineSplits, WriteWithImmediateAndImmediateDataArriveInAnySplit) {
   EXPECT_EQ(a.port.sent, (std::vector<std::uint64_t>{1, 2, 3}));
   EXPECT_TRUE(b.port.terminates_queued.empty());
   EXPECT_TRUE(a.engine.rx_at_boundary() && b.engine.rx_at_boundary());
+}
+
+// Receiver not ready (RdmapPort::wait_for_receive). Delivers what `from` transmitted as the
+// runtime does while the engine may wait: in pieces of `piece` bytes (0: all at once), and what
+// the engine does not take stays undelivered. True if `to` waits for a receive.
+bool deliver_until_wait(Endpoint& from, Endpoint& to, std::size_t piece) {
+  while (from.delivered < from.wire.size() && !to.engine.rx_waiting()) {
+    const std::size_t left = from.wire.size() - from.delivered;
+    const std::size_t n = piece == 0 ? left : std::min(piece, left);
+    from.delivered += to.engine.feed(ConstByteSpan(from.wire.data() + from.delivered, n));
+  }
+  return to.engine.rx_waiting();
+}
+
+// Two Sends, a Write and an Immediate Data reach a receiver with no receive posted that waits
+// for one: the engine stops before the first Send's payload and takes no byte more (the Write
+// behind it is not placed); each receive posted lets one message through, in order; no
+// Terminate.
+TEST_P(EngineSplits, MessagesWithoutAReceiveWaitForOneInAnySplit) {
+  const auto [crc, piece] = GetParam();
+  Endpoint a(params(crc)), b(params(crc));
+  b.port.wait_for_receives = true;
+  b.port.buffers[0x100] = Buffer{0x5000, Bytes(3000, 0)};
+  const Bytes first = pattern(700, 1), second = pattern(90, 2), write = pattern(3000, 3);
+  a.port.post(OutboundRequest::Kind::kSend, first);
+  a.port.post(OutboundRequest::Kind::kSend, second);
+  a.port.post_write(write, 0x100, 0x5000);
+  a.port.post_immediate(0x0102030405060708u, false);
+  transmit(a);
+
+  ASSERT_TRUE(deliver_until_wait(a, b, piece));
+  EXPECT_TRUE(b.engine.rx_open());
+  EXPECT_TRUE(b.port.received.empty());
+  const std::size_t held = a.wire.size() - a.delivered;
+  EXPECT_EQ(b.engine.feed(ConstByteSpan(a.wire).subspan(a.delivered)), 0u) << "it takes nothing";
+  b.engine.resume_rx();  // still no receive: it waits on
+  EXPECT_TRUE(b.engine.rx_waiting());
+  EXPECT_EQ(a.wire.size() - a.delivered, held);
+
+  for (std::size_t message = 1; message <= 3; ++message) {
+    b.port.receives.push_back(Bytes(1000, 0));
+    b.engine.resume_rx();
+    const bool waits = deliver_until_wait(a, b, piece);
+    ASSERT_EQ(b.port.received.size(), message);
+    EXPECT_EQ(waits, message < 3) << "message " << message;
+    // The Write lies between the second Send and the Immediate Data.
+    EXPECT_EQ(b.port.buffers[0x100].bytes == write, message >= 2) << "message " << message;
+  }
+  EXPECT_EQ(b.port.received[0], first);
+  EXPECT_EQ(b.port.received[1], second);
+  EXPECT_EQ(b.port.sends[2].opcode, wire::RdmapOpcode::kImmediateData);
+  EXPECT_EQ(b.port.sends[2].immediate, 0x0102030405060708u);
+  EXPECT_EQ(b.port.sends[2].length, 3000u) << "the Write just before it";
+  EXPECT_TRUE(b.port.terminates_queued.empty());
+  EXPECT_TRUE(b.engine.rx_at_boundary());
+}
+
+// A wait that runs out (the port no longer waits when asked again) ends in the Terminate for no
+// buffer, naming the Send's header, as when no wait was asked for; the rest is drained.
+TEST(RdmapEngine, AWaitForAReceiveThatRunsOutEndsInTheTerminateForNoBuffer) {
+  Endpoint a(params(true)), b(params(true));
+  b.port.wait_for_receives = true;
+  a.port.post(OutboundRequest::Kind::kSend, pattern(300, 1));
+  a.port.post(OutboundRequest::Kind::kSend, pattern(300, 2));
+  transmit(a);
+  ASSERT_TRUE(deliver_until_wait(a, b, 0));
+  const int asked = b.port.waits;
+  b.port.wait_for_receives = false;
+  b.engine.resume_rx();
+  EXPECT_EQ(b.port.waits, asked + 1) << "asked again";
+  EXPECT_FALSE(b.engine.rx_waiting());
+  EXPECT_FALSE(b.engine.rx_open());
+  ASSERT_EQ(b.port.terminates_queued, std::vector<wire::TerminateCode>{term::kDdpUntaggedNoBuffer});
+  EXPECT_EQ(b.engine.feed(ConstByteSpan(a.wire).subspan(a.delivered)), a.wire.size() - a.delivered);
+  b.gate = RdmapEngine::TxGate{};
+  EXPECT_TRUE(transmit(b));
+  deliver(b, a, 0);
+  EXPECT_EQ(a.port.terminates_received, std::vector<wire::TerminateCode>{term::kDdpUntaggedNoBuffer});
 }
 
 // On the wire: the Write's FPDUs, then at once the Immediate Data FPDU (QN 0, MSN 1, the eight

@@ -91,6 +91,7 @@ class FakeDelegate final : public RxDelegate {
     span_[1] = ByteSpan(recv_mem).subspan(mo.value() + half, length - half);
     return Scatter(span_, 2);
   }
+  bool wait_for_receive() override { return false; }
   std::optional<wire::TerminateCode> receive_complete(const InboundSend& send) override {
     sends.push_back(send);
     return fail_receive_complete;
