@@ -24,4 +24,5 @@
 #define TRY_ACQUIRE(...) UWARP_TSA(try_acquire_capability(__VA_ARGS__))
 #define EXCLUDES(...) UWARP_TSA(locks_excluded(__VA_ARGS__))
 #define RETURN_CAPABILITY(x) UWARP_TSA(lock_returned(x))
+#define ASSERT_CAPABILITY(x) UWARP_TSA(assert_capability(x))
 #define NO_THREAD_SAFETY_ANALYSIS UWARP_TSA(no_thread_safety_analysis)

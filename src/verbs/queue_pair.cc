@@ -1,5 +1,5 @@
 // QueuePair: application calls, the verbs state machine and its flush rules, and the binding to
-// a stream. The engine's side (the transmit gate, Terminates) is in queue_pair_engine.cc.
+// a stream. What the engine reaches the QP through is QpPort (qp_port.cc).
 #include "verbs/queue_pair.h"
 
 #include <new>
@@ -155,6 +155,21 @@ void QueuePair::link_lost_locked(bool graceful, const std::string& why) {
   if (state_ == QpState::kError || state_ == QpState::kReset) return;
   enter_error(std::nullopt, 0);
   if (!graceful) reporter_.event(AsyncEventType::kQpFatal, why);
+}
+
+void QueuePair::run_ready_local_locked() {
+  std::vector<Sweep> revoked;
+  const bool started = sq_.run_ready_local(revoked);
+  for (Sweep& s : revoked) binding_.sweep_later(s.first, std::move(s.second));
+  if (!started) request_failed_locked(/*local=*/true);
+}
+
+void QueuePair::request_failed_locked(bool local) {
+  // A local protection or bind error fails this request and, as the verbs require, the QP.
+  enter_error(std::nullopt, 0);
+  reporter_.event(AsyncEventType::kQpFatal, local ? "a local operation broke the memory binding rules"
+                                                  : "local protection error on a send work request");
+  binding_.request_shutdown();
 }
 
 void QueuePair::enter_error(std::optional<WcStatus> first_status, std::uint32_t vendor_err) {

@@ -1,8 +1,8 @@
 // A reliable-connected queue pair: the verbs state machine and its flush rules, the application's
 // calls, and the binding to the stream of its connection. The protocol of that connection (FPDUs,
 // RDMAP rules, the transmit order, Terminates) is a proto::RdmapEngine that the stream owns
-// while bound (runtime::RdmapDriver); it reaches the QP's pieces through the proto::RdmapPort the
-// QP implements: the send queue (SendQueue), the receive being placed (InboundReceive), the
+// while bound (runtime::RdmapDriver); it reaches the QP's pieces through the QP's QpPort (a
+// proto::RdmapPort): the send queue (SendQueue), the receive being placed (InboundReceive), the
 // checks of every local and remote memory access against the PD's registrations
 // (MemoryProtection).
 //
@@ -33,6 +33,7 @@
 #include "verbs/protection_domain.h"
 #include "verbs/qp_config.h"
 #include "verbs/qp_link.h"
+#include "verbs/qp_port.h"
 #include "verbs/qp_reporter.h"
 #include "verbs/qp_state.h"
 #include "verbs/receive_queue.h"
@@ -41,10 +42,10 @@
 
 namespace uwarp::verbs {
 
-class QueuePair final : private proto::RdmapPort {
+class QueuePair final {
  public:
   QueuePair(Device& device, const QpConfig& config);
-  ~QueuePair() override;
+  ~QueuePair();
   QueuePair(const QueuePair&) = delete;
   QueuePair& operator=(const QueuePair&) = delete;
 
@@ -87,7 +88,7 @@ class QueuePair final : private proto::RdmapPort {
   void detach_link_locked() REQUIRES(mu_) { binding_.detach(); }
   bool has_link_locked() const REQUIRES(mu_) { return binding_.link() != nullptr; }
   // What the connection's engine reaches the QP's queues and memory through.
-  proto::RdmapPort& port_locked() REQUIRES(mu_) { return *this; }
+  proto::RdmapPort& port_locked() REQUIRES(mu_) { return port_; }
   // Which messages the QP's state lets out (RTS: all; SQD: no new requests; else only a
   // Terminate), and whether it places received bytes (not ERROR, not RESET).
   proto::TxGate tx_gate_locked() const REQUIRES(mu_) {
@@ -108,45 +109,7 @@ class QueuePair final : private proto::RdmapPort {
   void disconnect_locked() REQUIRES(mu_);
 
  private:
-  // proto::RdmapPort: forwarded to the protection checks, the inbound receive and the send queue;
-  // Terminates and the RTR act on the QP.
-  proto::ScatterResult resolve_write(wire::Stag stag, wire::TaggedOffset offset,
-                                     std::size_t length) override REQUIRES(mu_) {
-    return protection_.resolve_write(stag, offset, length);
-  }
-  proto::ScatterResult resolve_receive(wire::Msn /*msn*/, wire::MessageOffset mo,
-                                       std::size_t length, bool first_segment) override
-      REQUIRES(mu_) {
-    return receive_.place(mo, length, first_segment);
-  }
-  std::optional<wire::TerminateCode> receive_complete(const proto::InboundSend& send) override
-      REQUIRES(mu_) {
-    std::optional<wire::TerminateCode> refused = receive_.complete(send);
-    // A Send with Invalidate took a binding away: every access through it is cut off on the
-    // progress thread, as for a local invalidation (with no request to complete).
-    if (MemoryRegionRef revoked = protection_.take_remote_invalidation()) {
-      binding_.sweep_later(0, std::move(revoked));
-    }
-    return refused;
-  }
-  Expected<proto::ReadSource, wire::TerminateCode> resolve_read_source(
-      wire::Stag stag, wire::TaggedOffset offset, std::uint32_t length) override REQUIRES(mu_) {
-    return protection_.resolve_read_source(stag, offset, length);
-  }
-  proto::ScatterResult resolve_read_sink(std::uint64_t seq, std::size_t offset,
-                                         std::size_t length) override REQUIRES(mu_) {
-    return protection_.resolve_read_sink(sq_.read_sink(seq), offset, length);
-  }
-  void read_complete(std::uint64_t seq) override REQUIRES(mu_) { sq_.read_complete(seq); }
-  bool wait_for_receive() override REQUIRES(mu_) { return false; }  // no receiver-not-ready wait yet
-  bool peek_request(proto::OutboundRequest& next) override REQUIRES(mu_) { return sq_.peek(next); }
-  bool start_request(proto::OutboundRequest& r, std::vector<ConstByteSpan>& payload) override
-      REQUIRES(mu_);
-  void request_sent(std::uint64_t seq) override REQUIRES(mu_) { sq_.sent(seq); }
-  void terminate_queued(const wire::TerminateCode& code) override REQUIRES(mu_);
-  void terminate_received(const wire::TerminateMessage& message) override REQUIRES(mu_);
-  void terminate_sent() override REQUIRES(mu_);
-  void rtr_received() override REQUIRES(mu_) { binding_.rtr_received(); }
+  friend class QpPort;
 
   // Validates and queues one request; kick: the link is to be told (once, by the caller).
   Status post_send_locked(const SendWr& wr, bool& kick) REQUIRES(mu_);
@@ -171,6 +134,7 @@ class QueuePair final : private proto::RdmapPort {
   MemoryProtection protection_ GUARDED_BY(mu_);
   SendQueue sq_ GUARDED_BY(mu_);
   InboundReceive receive_ GUARDED_BY(mu_);
+  QpPort port_{*this};  // the engine's way in (calls with mu_ held)
 };
 
 }  // namespace uwarp::verbs
