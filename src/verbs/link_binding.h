@@ -3,7 +3,7 @@
 // runtime's RdmapDriver, after each call into the QP; verbs/qp_link.h).
 //
 // Owner: the QueuePair, which calls it only with its mutex held. attach() starts afresh: nothing
-// asked of an earlier stream carries over to the next.
+// asked of an earlier stream carries over to the next, except the bindings still to be swept.
 #pragma once
 
 #include <cstdint>
@@ -18,7 +18,10 @@ namespace uwarp::verbs {
 class LinkBinding {
  public:
   void attach(QpLink* link, const LinkParams& params) {
+    // Bindings still to be swept are the QP's memory, not the old stream's: they stay.
+    std::vector<Sweep> sweeps = std::move(sweeps_);
     *this = LinkBinding{};
+    sweeps_ = std::move(sweeps);
     link_ = link;
     ird_ = params.ird;
     ord_ = params.ord;
