@@ -13,6 +13,7 @@
 #include <chrono>
 #include <cstdint>
 #include <cstring>
+#include <functional>
 #include <optional>
 #include <string>
 #include <utility>
@@ -394,8 +395,10 @@ class RawPeer {
     bool closed = false;  // EOF or reset seen
     ReadStatus last = ReadStatus::kOk;
   };
-  // Reads FPDUs until the peer closes, at most `max_fpdus` of them and until `timeout_ms` ends.
-  Drain drain_until_closed(int timeout_ms = kDefaultTimeoutMs, std::size_t max_fpdus = 1u << 20) {
+  // Reads FPDUs until the peer closes, at most `max_fpdus` of them and until `timeout_ms` ends;
+  // `visit` (if set) sees each FPDU as it arrives.
+  Drain drain_until_closed(int timeout_ms = kDefaultTimeoutMs, std::size_t max_fpdus = 1u << 20,
+                           const std::function<void(const RawFpdu&)>& visit = {}) {
     Drain d;
     const auto deadline = deadline_after(timeout_ms);
     for (std::size_t i = 0; i < max_fpdus; ++i) {
@@ -408,6 +411,7 @@ class RawPeer {
       }
       ++d.fpdus;
       d.payload_bytes += f->payload.size();
+      if (visit) visit(*f);
       if (auto t = as_terminate(*f)) d.terminates.push_back(std::move(*t));
     }
     return d;

@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 #include <sys/mman.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstring>
 #include <optional>
@@ -276,21 +277,27 @@ TEST_P(RevocationTest, ReadResponseThroughAWindowHeldByAZeroWindow) {
 }
 
 // A Write waits for a window the peer keeps shut; the application moves the QP to ERROR, takes
-// the flush completion and frees the source. The peer then reads: whole FPDUs up to an orderly
-// close (the rest of the FPDU that was partly handed to TCP was copied before the flush), and
-// no byte of the source is read after the flush (a send from the poisoned memory would fail and
-// cut the stream).
+// the flush completion and reuses the source at once (it fills it with a byte the Write never
+// carried). The peer then reads: whole FPDUs up to an orderly close (the rest of the FPDU that
+// was partly handed to TCP was copied before the flush), and not one byte written after the
+// flush: nothing read the source once the QP had given it back.
 TEST_P(RevocationTest, FlushWhileAWriteWaitsForTheWindow) {
+  constexpr std::uint8_t kWritten = 0x3C;
+  constexpr std::uint8_t kReusedAfterTheFlush = 0xEE;
   Mapping region(kBeyondBuffers);
   ASSERT_NE(region.data(), nullptr);
-  std::memset(region.data(), 0x3C, region.size());
+  std::memset(region.data(), kWritten, region.size());
   ASSERT_NO_FATAL_FAILURE(write_behind_shut_window(region, send_flags::kSignaled));
   ASSERT_TRUE(qp_->modify_state(QpState::kError));
   auto wc = wait_wc(*cq_);
   ASSERT_TRUE(wc);
   EXPECT_EQ(wc->status, WcStatus::kWrFlushError) << to_string(wc->status);
-  ASSERT_TRUE(region.poison());
-  const RawPeer::Drain d = raw_.drain_until_closed(20000);
+  std::memset(region.data(), kReusedAfterTheFlush, region.size());
+  std::size_t reused_bytes_sent = 0;
+  const RawPeer::Drain d = raw_.drain_until_closed(20000, 1u << 20, [&](const RawFpdu& f) {
+    reused_bytes_sent += std::count(f.payload.begin(), f.payload.end(), kReusedAfterTheFlush);
+  });
+  EXPECT_EQ(reused_bytes_sent, 0u) << "bytes of the source were read after the flush completed";
   EXPECT_EQ(d.last, ReadStatus::kClosed) << to_string(d.last);
   EXPECT_GT(d.fpdus, 0u);
   EXPECT_LT(d.payload_bytes, kBeyondBuffers);
