@@ -14,6 +14,7 @@
 #include "fuzz_check.h"
 #include "proto/rdmap_engine.h"
 #include "wire/fpdu.h"
+#include "wire/rdmap_ext.h"
 
 namespace uwarp {
 namespace {
@@ -83,6 +84,22 @@ class Port final : public proto::RdmapPort {
     FUZZ_CHECK(posted_[seq - 1].kind == proto::OutboundRequest::Kind::kRead);
     last_read_done_ = seq;
   }
+  Expected<proto::ReadSource, wire::TerminateCode> resolve_atomic_target(
+      wire::Stag s, wire::TaggedOffset offset) override {
+    FUZZ_CHECK(!ended());
+    auto span = find(s.value(), offset.value(), 8);
+    if (!span) return Unexpected{wire::term::kRdmapInvalidStag};
+    if (reinterpret_cast<std::uintptr_t>(span->data()) % 8 != 0) {
+      return Unexpected{wire::term::kRdmapBaseBounds};
+    }
+    return proto::ReadSource{*span, nullptr};
+  }
+  // Reads and atomics complete in the order they were started (one queue, RFC 7306).
+  void atomic_complete(std::uint64_t seq, std::uint64_t) override {
+    FUZZ_CHECK(seq > last_read_done_ && seq <= started_);
+    FUZZ_CHECK(posted_[seq - 1].kind == proto::OutboundRequest::Kind::kAtomic);
+    last_read_done_ = seq;
+  }
   bool peek_request(proto::OutboundRequest& next) override {
     if (started_ >= posted_.size()) return false;
     next = posted_[started_];
@@ -90,7 +107,9 @@ class Port final : public proto::RdmapPort {
   }
   bool start_request(proto::OutboundRequest& r, std::vector<ConstByteSpan>& payload) override {
     r = posted_[started_++];
-    if (r.kind != proto::OutboundRequest::Kind::kRead && r.length > 0) {  // kImmediate: 0
+    const bool carries_payload = r.kind != proto::OutboundRequest::Kind::kRead &&
+                                 r.kind != proto::OutboundRequest::Kind::kAtomic;
+    if (carries_payload && r.length > 0) {  // kImmediate: 0
       payload.push_back(ConstByteSpan(mem_[2].get(), r.length));
     }
     return true;
@@ -117,7 +136,10 @@ class Port final : public proto::RdmapPort {
   void post(FuzzedDataProvider& in) {
     proto::OutboundRequest r;
     r.seq = posted_.size() + 1;
-    r.kind = static_cast<proto::OutboundRequest::Kind>(in.ConsumeIntegralInRange<int>(0, 5));
+    // Every kind but kLocal (the port's own); 6 stands for kAtomic.
+    const int kind = in.ConsumeIntegralInRange<int>(0, 6);
+    r.kind = kind == 6 ? proto::OutboundRequest::Kind::kAtomic
+                       : static_cast<proto::OutboundRequest::Kind>(kind);
     r.fence = in.ConsumeBool();
     r.solicited = in.ConsumeBool();
     r.length = in.ConsumeIntegralInRange<std::uint32_t>(0, kBufferSize);
@@ -127,6 +149,14 @@ class Port final : public proto::RdmapPort {
     r.sink_offset = wire::TaggedOffset{in.ConsumeIntegralInRange<std::uint64_t>(0, 2) * kBase};
     r.immediate = in.ConsumeIntegral<std::uint64_t>();
     if (r.kind == proto::OutboundRequest::Kind::kImmediate) r.length = 0;
+    if (r.kind == proto::OutboundRequest::Kind::kAtomic) {
+      r.length = 8;
+      r.atomic_opcode = in.ConsumeIntegralInRange<std::uint8_t>(0, 3);
+      r.add_swap_data = in.ConsumeIntegral<std::uint64_t>();
+      r.add_swap_mask = in.ConsumeIntegral<std::uint64_t>();
+      r.compare_data = in.ConsumeIntegral<std::uint64_t>();
+      r.compare_mask = in.ConsumeIntegral<std::uint64_t>();
+    }
     posted_.push_back(r);
   }
   bool ended() const { return received_; }
@@ -182,7 +212,7 @@ void run_one(const std::uint8_t* data, std::size_t size) {
 
   std::vector<std::uint8_t> stream;
   std::size_t fed = 0;
-  std::uint32_t msn[3] = {1, 1, 1};
+  std::uint32_t msn[wire::kUntaggedQueues] = {1, 1, 1, 1};
   for (int step = 0; step < 64 && in.remaining_bytes() > 0; ++step) {
     switch (in.ConsumeIntegralInRange<int>(0, 5)) {
       case 0: {  // one FPDU with fuzzed fields
@@ -195,15 +225,19 @@ void run_one(const std::uint8_t* data, std::size_t size) {
         d.tagged_offset = kBase * in.ConsumeIntegralInRange<std::uint32_t>(0, 2) +
                           in.ConsumeIntegralInRange<std::uint32_t>(0, kBufferSize);
         d.queue = in.ConsumeIntegralInRange<std::uint32_t>(0, 4);
-        d.msn = d.queue < 3 && in.ConsumeBool() ? msn[d.queue] : in.ConsumeIntegral<std::uint32_t>();
-        if (d.queue < 3 && d.last && !d.tagged) ++msn[d.queue];
+        const bool known_queue = d.queue < wire::kUntaggedQueues;
+        d.msn = known_queue && in.ConsumeBool() ? msn[d.queue] : in.ConsumeIntegral<std::uint32_t>();
+        if (known_queue && d.last && !d.tagged) ++msn[d.queue];
         d.message_offset = in.ConsumeIntegralInRange<std::uint32_t>(0, 2 * kBufferSize);
         if (in.ConsumeIntegralInRange<int>(0, 7) == 0) d.rdmap_version = 0;
-        // Immediate Data is exactly eight bytes: often give it that.
-        const bool eight = wire::is_immediate_data(static_cast<wire::RdmapOpcode>(d.opcode)) &&
-                           in.ConsumeBool();
+        // The RFC 7306 bodies have one size: often give them that.
+        const auto op = static_cast<wire::RdmapOpcode>(d.opcode);
+        std::size_t exact = 0;
+        if (wire::is_immediate_data(op)) exact = wire::kImmediateDataSize;
+        if (op == wire::RdmapOpcode::kAtomicRequest) exact = wire::kAtomicRequestSize;
+        if (op == wire::RdmapOpcode::kAtomicResponse) exact = wire::kAtomicResponseSize;
         auto payload = in.ConsumeBytes<std::uint8_t>(
-            eight ? wire::kImmediateDataSize : in.ConsumeIntegralInRange<std::size_t>(0, 700));
+            exact != 0 && in.ConsumeBool() ? exact : in.ConsumeIntegralInRange<std::size_t>(0, 700));
         std::vector<std::uint8_t> ulpdu(d.size() + payload.size());
         wire::encode_ddp_header(d, ulpdu);
         if (!payload.empty()) std::memcpy(ulpdu.data() + d.size(), payload.data(), payload.size());

@@ -47,6 +47,13 @@ enum class WrOpcode : std::uint8_t {
   // data, only the Immediate Data message is sent. uwarp has no Send with Immediate: RFC 7306
   // defines none (docs/immediate-data.md).
   kRdmaWriteWithImm,
+  // RFC 7306 atomic operations on the naturally aligned 64-bit word at `remote_addr` of `rkey`
+  // (the peer's region needs access::kRemoteAtomic); the word's value before the operation is
+  // stored, in host byte order, in sg_list[0] (one SGE of 8 bytes, with local write access).
+  // The word is in the responder's host byte order (docs/atomics.md).
+  kAtomicFetchAdd,      // adds `compare_add`
+  kAtomicCompareSwap,   // if the word equals `compare_add`, stores `swap`
+  kAtomicSwap,          // stores `swap` (RFC 7306 Swap; ibverbs has no such opcode)
 };
 
 namespace send_flags {
@@ -68,6 +75,9 @@ struct SendWr {
   // kRdmaWriteWithImm: the 32-bit immediate value, sent big-endian as the first four of the
   // eight bytes of the Immediate Data message (the other four zero).
   std::uint32_t imm_data = 0;
+  // The atomic opcodes' operands (ibverbs' wr.atomic.compare_add and swap).
+  std::uint64_t compare_add = 0;
+  std::uint64_t swap = 0;
 };
 
 struct RecvWr {
@@ -96,7 +106,8 @@ std::string_view to_string(WcStatus s);
 // kRecvRdmaWithImm: a receive consumed by an RFC 7306 Immediate Data message (an RDMA Write
 // with Immediate): byte_len is the length of the RDMA Write that came just before it, 0 if none.
 enum class WcOpcode : std::uint8_t {
-  kSend, kRdmaWrite, kRdmaRead, kRecv, kRecvRdmaWithImm, kBindWindow, kLocalInvalidate, kRegisterFastRegion
+  kSend, kRdmaWrite, kRdmaRead, kRecv, kRecvRdmaWithImm, kBindWindow, kLocalInvalidate, kRegisterFastRegion,
+  kAtomicFetchAdd, kAtomicCompareSwap, kAtomicSwap
 };
 
 namespace wc_flags {
@@ -138,7 +149,7 @@ struct DeviceLimits {
   std::uint32_t max_mr = 1u << 20;
   std::uint64_t max_mr_size = ~std::uint64_t{0};
   std::uint32_t max_pd = 1u << 20;
-  std::uint32_t max_qp_rd_atom = 128;      // IRD (siw: 128)
+  std::uint32_t max_qp_rd_atom = 128;      // IRD, RDMA Reads and atomics together (siw: 128)
   std::uint32_t max_qp_init_rd_atom = 128;  // ORD
   std::uint32_t max_srq = 16384;
   std::uint32_t max_srq_wr = 32768;

@@ -70,6 +70,12 @@ ibv_wc_opcode wc_opcode(WcOpcode o) {
       return IBV_WC_SEND;
     case WcOpcode::kRecvRdmaWithImm:
       return IBV_WC_RECV_RDMA_WITH_IMM;
+    case WcOpcode::kAtomicFetchAdd:
+      return IBV_WC_FETCH_ADD;
+    case WcOpcode::kAtomicCompareSwap:
+      return IBV_WC_COMP_SWAP;
+    case WcOpcode::kAtomicSwap:  // not posted through libibverbs
+      return IBV_WC_COMP_SWAP;
   }
   return IBV_WC_SEND;
 }

@@ -4,7 +4,7 @@
 //
 // What the device reports (ibv_devinfo -v): node type RNIC, transport iWARP, one port, ACTIVE,
 // link layer Ethernet, one GID and one P_Key (0xffff), limits from uwarp::DeviceLimits,
-// max_msg_sz 2^31, IRD/ORD 128, no atomics.
+// max_msg_sz 2^31, IRD/ORD 128, atomics IBV_ATOMIC_GLOB (docs/atomics.md).
 #include <arpa/inet.h>
 #include <ifaddrs.h>
 #include <linux/if_packet.h>
@@ -155,7 +155,9 @@ void fill_device_attr(const OfaContext& c, ibv_device_attr& a) {
   a.max_qp_rd_atom = clamp(lim.max_qp_rd_atom);
   a.max_qp_init_rd_atom = clamp(lim.max_qp_init_rd_atom);
   a.max_res_rd_atom = clamp(std::uint64_t{lim.max_qp_rd_atom} * lim.max_qp);
-  a.atomic_cap = IBV_ATOMIC_NONE;
+  // RFC 7306 atomics are carried out with the CPU's own atomic instructions
+  // (proto/atomic_operation.h): atomic against every QP of the device and against the CPU.
+  a.atomic_cap = IBV_ATOMIC_GLOB;
   a.max_srq = clamp(lim.max_srq);
   a.max_srq_wr = clamp(lim.max_srq_wr);
   a.max_srq_sge = clamp(lim.max_srq_sge);

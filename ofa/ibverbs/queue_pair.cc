@@ -16,7 +16,9 @@
 // posted. IBV_SEND_INLINE is accepted up to the device maximum whatever max_inline_data the QP
 // was created with. Supported opcodes: SEND, SEND_WITH_INV, RDMA_WRITE, RDMA_READ and
 // RDMA_WRITE_WITH_IMM (RFC 7306: the Write, then an Immediate Data message whose first four bytes
-// are imm_data as the application stored it, network order). SEND_WITH_IMM fails with EINVAL:
+// are imm_data as the application stored it, network order), ATOMIC_FETCH_AND_ADD and
+// ATOMIC_CMP_AND_SWP (RFC 7306 Atomic Requests; one 8-byte SGE, an 8-byte aligned remote_addr:
+// docs/atomics.md). SEND_WITH_IMM fails with EINVAL:
 // RFC 7306 defines no Send that carries immediate data (docs/immediate-data.md).
 // IBV_WR_BIND_MW binds a type 2 window (type 1: ibv_bind_mw, EINVAL here) as bind_mw.rkey, the
 // key the application chose (normally ibv_inc_rkey(mw->rkey)), over bind_info; mw->rkey becomes
@@ -125,11 +127,24 @@ int convert_send(const ibv_send_wr& wr, SendWr& w, SgeList& sges) {
       w.opcode = WrOpcode::kLocalInvalidate;
       w.invalidate_rkey = wr.invalidate_rkey;
       break;
+    case IBV_WR_ATOMIC_FETCH_AND_ADD:
+    case IBV_WR_ATOMIC_CMP_AND_SWP:
+      w.opcode = opcode == IBV_WR_ATOMIC_FETCH_AND_ADD ? WrOpcode::kAtomicFetchAdd
+                                                       : WrOpcode::kAtomicCompareSwap;
+      w.remote_addr = wr.wr.atomic.remote_addr;
+      w.rkey = wr.wr.atomic.rkey;
+      w.compare_add = wr.wr.atomic.compare_add;
+      w.swap = wr.wr.atomic.swap;
+      break;
     default:
-      return EINVAL;  // Send with immediate, atomics, TSO: not on uwarp
+      return EINVAL;  // Send with immediate, TSO, masked atomics: not on uwarp
   }
   if ((wr.send_flags & ~kSendFlags) != 0) return EINVAL;
-  if ((wr.send_flags & IBV_SEND_INLINE) != 0 && opcode == IBV_WR_RDMA_READ) return EINVAL;
+  if ((wr.send_flags & IBV_SEND_INLINE) != 0 &&
+      (opcode == IBV_WR_RDMA_READ || opcode == IBV_WR_ATOMIC_FETCH_AND_ADD ||
+       opcode == IBV_WR_ATOMIC_CMP_AND_SWP)) {
+    return EINVAL;
+  }
   w.flags = 0;
   if ((wr.send_flags & IBV_SEND_SIGNALED) != 0) w.flags |= send_flags::kSignaled;
   if ((wr.send_flags & IBV_SEND_SOLICITED) != 0) w.flags |= send_flags::kSolicited;

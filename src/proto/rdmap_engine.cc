@@ -1,8 +1,11 @@
 // RdmapEngine: construction, the receive side's answers (RFC 5040 section 5.2: Read Responses
-// matched to the oldest outstanding Read, Read Requests queued for their response; RFC 5040
+// matched to the oldest outstanding Read, Read Requests queued for their response, and RFC 7306
+// Atomic Requests and Responses alike; RFC 5040
 // section 7: a violation becomes one Terminate) and abandoning outstanding work. The transmit
 // side is RdmapTransmitter.
 #include "proto/rdmap_engine.h"
+
+#include "proto/atomic_operation.h"
 
 namespace uwarp::proto {
 
@@ -108,6 +111,28 @@ std::optional<wire::TerminateCode> RdmapEngine::read_request(const wire::ReadReq
     in.source = std::move(*source);
   }
   irq_.push(std::move(in));
+  return std::nullopt;
+}
+
+// RFC 7306: an Atomic Request naming an operation it does not define is an unexpected opcode;
+// its target is checked now and operated on when its response goes (in the order of the
+// requests before it).
+std::optional<wire::TerminateCode> RdmapEngine::atomic_request(const wire::AtomicRequest& request) {
+  if (!is_known_atomic(request.opcode)) return wire::term::kRdmapUnexpectedOpcode;
+  auto target = port_.resolve_atomic_target(wire::Stag{request.remote_stag},
+                                            wire::TaggedOffset{request.remote_to});
+  if (!target) return target.error();
+  InboundRead in;
+  in.source = std::move(*target);
+  in.atomic = request;
+  irq_.push(std::move(in));
+  return std::nullopt;
+}
+
+std::optional<wire::TerminateCode> RdmapEngine::atomic_response(const wire::AtomicResponse& response) {
+  const auto seq = orq_.complete_atomic(response.original_request_id);
+  if (!seq) return seq.error();
+  port_.atomic_complete(*seq, response.original_value);
   return std::nullopt;
 }
 

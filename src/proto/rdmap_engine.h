@@ -103,6 +103,8 @@ class RdmapEngine final : private RxDelegate {
   std::optional<wire::TerminateCode> receive_complete(const InboundSend& send) override;
   bool wait_for_receive() override { return port_.wait_for_receive(); }
   std::optional<wire::TerminateCode> read_request(const wire::ReadRequest& request) override;
+  std::optional<wire::TerminateCode> atomic_request(const wire::AtomicRequest& request) override;
+  std::optional<wire::TerminateCode> atomic_response(const wire::AtomicResponse& response) override;
   void terminate_received(const wire::TerminateMessage& message) override;
   void rtr_received() override;
 

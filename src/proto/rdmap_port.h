@@ -22,8 +22,11 @@ struct OutboundRequest {
   // kWriteImmediate: RFC 7306's RDMA Write with Immediate Data, an RDMA Write message followed
   // by an Immediate Data message; kImmediate: the Immediate Data message alone. kLocal: an
   // operation of the port's own (a memory bind or invalidation) that takes effect when its turn
-  // comes and puts nothing on the wire.
-  enum class Kind : std::uint8_t { kSend, kSendInvalidate, kWrite, kRead, kWriteImmediate, kImmediate, kLocal };
+  // comes and puts nothing on the wire. kAtomic: an RFC 7306 Atomic Request on the 64-bit word
+  // at remote_stag / remote_offset, whose result the port takes in atomic_complete().
+  enum class Kind : std::uint8_t {
+    kSend, kSendInvalidate, kWrite, kRead, kWriteImmediate, kImmediate, kLocal, kAtomic
+  };
   std::uint64_t seq = 0;  // the port's name for it, increasing in posting order
   Kind kind = Kind::kSend;
   bool solicited = false;       // Sends, Immediate Data: the Solicited Event variant
@@ -35,6 +38,12 @@ struct OutboundRequest {
   wire::Stag sink_stag;              // Read: the local sink advertised to the peer
   wire::TaggedOffset sink_offset;
   std::uint64_t immediate = 0;       // kWriteImmediate, kImmediate: the eight bytes, big-endian
+  // kAtomic: the operation (wire::AtomicOpcode) and its operands, masks included.
+  std::uint8_t atomic_opcode = 0;
+  std::uint64_t add_swap_data = 0;
+  std::uint64_t add_swap_mask = 0;
+  std::uint64_t compare_data = 0;
+  std::uint64_t compare_mask = 0;
 };
 
 // What the engine needs of the verbs layer. Called from inside the engine's calls, on the
@@ -65,6 +74,13 @@ class RdmapPort {
                                           std::size_t length) = 0;
   // Outbound Read `seq` has its whole response.
   virtual void read_complete(std::uint64_t seq) = 0;
+  // RFC 7306: an Atomic Request's target, the 64-bit word at `offset` of `stag`, checked for
+  // remote atomic access and natural alignment; its span is writable memory.
+  virtual Expected<ReadSource, wire::TerminateCode> resolve_atomic_target(
+      wire::Stag stag, wire::TaggedOffset offset) = 0;
+  // Outbound Atomic Request `seq` was answered: the word held `original_value` before. The
+  // port stores it in the request's local memory and completes it.
+  virtual void atomic_complete(std::uint64_t seq, std::uint64_t original_value) = 0;
 
   // Transmit: the oldest posted request not yet started (kind and fence are enough), or false.
   virtual bool peek_request(OutboundRequest& next) = 0;

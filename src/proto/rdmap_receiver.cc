@@ -22,13 +22,7 @@ Placement RdmapReceiver::on_segment_header(const wire::DdpHeader& h, std::size_t
     return Placement::reject(h.tagged ? term::kDdpTaggedBadVersion : term::kDdpUntaggedBadVersion);
   }
   if (h.rdmap_version != wire::kRdmapVersion) return Placement::reject(term::kRdmapBadVersion);
-  // RFC 7306 atomics use queues 3 and 4: valid queues, carrying operations uwarp does not
-  // support yet.
-  if (!h.tagged && (h.queue == wire::kQueueAtomic || h.queue == wire::kQueueAtomicResponse) &&
-      wire::is_rfc7306_opcode(h.opcode)) {
-    return Placement::reject(term::kRdmapUnexpectedOpcode);
-  }
-  if (!h.tagged && h.queue > wire::kQueueTerminate) return Placement::reject(term::kDdpUntaggedInvalidQn);
+  if (!h.tagged && h.queue >= wire::kUntaggedQueues) return Placement::reject(term::kDdpUntaggedInvalidQn);
 
   if (expected_rtr_ != RtrType::kNone) return on_rtr_header(h, payload_length);
 
@@ -53,9 +47,19 @@ Placement RdmapReceiver::on_segment_header(const wire::DdpHeader& h, std::size_t
       if (!wire::is_send_opcode(op)) return Placement::reject(term::kRdmapUnexpectedOpcode);
       return on_send_header(h, payload_length);
     case wire::kQueueReadRequest:
+      if (op == RdmapOpcode::kAtomicRequest) {
+        segment_ = Segment::kAtomicRequest;
+        return on_queue_message_header(h, payload_length, wire::kQueueReadRequest,
+                                       wire::kAtomicRequestSize);
+      }
       if (op != RdmapOpcode::kReadRequest) return Placement::reject(term::kRdmapUnexpectedOpcode);
       segment_ = Segment::kReadRequest;
       return on_queue_message_header(h, payload_length, wire::kQueueReadRequest, wire::kReadRequestSize);
+    case wire::kQueueAtomicResponse:
+      if (op != RdmapOpcode::kAtomicResponse) return Placement::reject(term::kRdmapUnexpectedOpcode);
+      segment_ = Segment::kAtomicResponse;
+      return on_queue_message_header(h, payload_length, wire::kQueueAtomicResponse,
+                                     wire::kAtomicResponseSize);
     default:  // kQueueTerminate
       if (op != RdmapOpcode::kTerminate) return Placement::reject(term::kRdmapUnexpectedOpcode);
       segment_ = Segment::kTerminate;
@@ -172,6 +176,10 @@ std::optional<wire::TerminateCode> RdmapReceiver::on_segment_end(ConstByteSpan b
       return end_rtr_read(buffered);
     case Segment::kReadRequest:
       return end_read_request(buffered);
+    case Segment::kAtomicRequest:
+      return end_atomic_request(buffered);
+    case Segment::kAtomicResponse:
+      return end_atomic_response(buffered);
     case Segment::kTerminate:
       end_terminate(buffered);
       return std::nullopt;
@@ -230,6 +238,24 @@ std::optional<wire::TerminateCode> RdmapReceiver::end_read_request(ConstByteSpan
   if (reads_in_progress_ >= ird_) return term::kRdmapCatastrophicStream;
   ++reads_in_progress_;
   return delegate_.read_request(*rr);
+}
+
+// RFC 7306: an Atomic Request takes a place in the Read Request queue's MSN sequence and one of
+// the IRD slots its Read Requests take, until its response has been sent.
+std::optional<wire::TerminateCode> RdmapReceiver::end_atomic_request(ConstByteSpan buffered) {
+  ++expected_msn_[wire::kQueueReadRequest];
+  auto request = wire::decode_atomic_request(buffered);
+  if (!request) return term::kRdmapUnspecified;  // length was checked in the header; defensive
+  if (reads_in_progress_ >= ird_) return term::kRdmapCatastrophicStream;
+  ++reads_in_progress_;
+  return delegate_.atomic_request(*request);
+}
+
+std::optional<wire::TerminateCode> RdmapReceiver::end_atomic_response(ConstByteSpan buffered) {
+  ++expected_msn_[wire::kQueueAtomicResponse];
+  auto response = wire::decode_atomic_response(buffered);
+  if (!response) return term::kRdmapUnspecified;  // length was checked in the header; defensive
+  return delegate_.atomic_response(*response);
 }
 
 void RdmapReceiver::end_terminate(ConstByteSpan buffered) {

@@ -1,7 +1,8 @@
 // RDMAP/DDP receive semantics on top of FpduReader: RFC 5041 sections 5 and 7 (tagged and
 // untagged placement, QN/MSN/MO rules, DDP errors) and RFC 5040 sections 5 and 7 (message types,
-// Read Requests, Terminate reception, RDMAP errors), plus the RFC 6581 RTR message that a
-// peer-to-peer initiator sends first. Every violation maps to exactly one Terminate code here.
+// Read Requests, Terminate reception, RDMAP errors), the RFC 7306 messages (Immediate Data,
+// Atomic Request and Response), plus the RFC 6581 RTR message that a peer-to-peer initiator
+// sends first. Every violation maps to exactly one Terminate code here.
 //
 // Memory and queues belong to the verbs layer, which the receiver reaches through RxDelegate.
 // Thread: not thread-safe; one owner.
@@ -15,6 +16,7 @@
 #include "proto/rtr.h"
 #include "wire/quantities.h"
 #include "wire/rdmap.h"
+#include "wire/rdmap_ext.h"
 
 namespace uwarp::proto {
 
@@ -56,6 +58,10 @@ class RxDelegate {
   virtual bool wait_for_receive() = 0;
   // A valid Read Request within IRD: validate the source and queue the Read Response.
   virtual std::optional<wire::TerminateCode> read_request(const wire::ReadRequest& request) = 0;
+  // RFC 7306: an Atomic Request within IRD (queued with the Read Requests, in order), and the
+  // Atomic Response to our oldest outstanding Atomic Request.
+  virtual std::optional<wire::TerminateCode> atomic_request(const wire::AtomicRequest& request) = 0;
+  virtual std::optional<wire::TerminateCode> atomic_response(const wire::AtomicResponse& response) = 0;
   // The peer sent a Terminate. Reception ends after this call.
   virtual void terminate_received(const wire::TerminateMessage& message) = 0;
   // The RTR the receiver was told to expect has arrived (RFC 6581).
@@ -100,6 +106,8 @@ class RdmapReceiver final : public FpduSink {
   void end_rtr();
   std::optional<wire::TerminateCode> end_rtr_read(ConstByteSpan buffered);
   std::optional<wire::TerminateCode> end_read_request(ConstByteSpan buffered);
+  std::optional<wire::TerminateCode> end_atomic_request(ConstByteSpan buffered);
+  std::optional<wire::TerminateCode> end_atomic_response(ConstByteSpan buffered);
   void end_terminate(ConstByteSpan buffered);
 
   RxDelegate& delegate_;
@@ -110,7 +118,8 @@ class RdmapReceiver final : public FpduSink {
   bool terminated_ = false;
 
   // Per untagged queue: next expected MSN (RFC 5041 section 5.3: starts at 1).
-  wire::Msn expected_msn_[3] = {wire::kInitialMsn, wire::kInitialMsn, wire::kInitialMsn};
+  wire::Msn expected_msn_[wire::kUntaggedQueues] = {wire::kInitialMsn, wire::kInitialMsn,
+                                                    wire::kInitialMsn, wire::kInitialMsn};
   // Send queue: the message in progress and bytes already placed (the MO its next segment
   // carries).
   bool send_in_progress_ = false;
@@ -122,7 +131,8 @@ class RdmapReceiver final : public FpduSink {
 
   // What the segment being received is, for on_segment_end.
   enum class Segment : std::uint8_t {
-    kIgnore, kWrite, kReadResponse, kSend, kImmediate, kReadRequest, kTerminate, kRtr, kRtrRead
+    kIgnore, kWrite, kReadResponse, kSend, kImmediate, kReadRequest, kAtomicRequest,
+    kAtomicResponse, kTerminate, kRtr, kRtrRead
   };
   Segment segment_ = Segment::kIgnore;
   wire::DdpHeader header_;

@@ -1,8 +1,11 @@
 // RdmapTransmitter: the message order and headers of RFC 5040 sections 5.1-5.3, RFC 6581
-// section 3 and RFC 7306's Immediate Data (an RDMA Write with Immediate is the Write message,
-// then at once the Immediate Data message on queue 0); completions as Linux siw: a Send or Write completes once TCP has all of it, an
-// RDMA Read when its response has arrived.
+// section 3 and RFC 7306 (an RDMA Write with Immediate is the Write message, then at once the
+// Immediate Data message on queue 0; Atomic Requests go in the Read Request queue's order and
+// their responses in the Read Responses'); completions as Linux siw: a Send or Write completes
+// once TCP has all of it, an RDMA Read or Atomic when its response has arrived.
 #include "proto/rdmap_transmitter.h"
+
+#include "proto/atomic_operation.h"
 
 namespace uwarp::proto {
 namespace {
@@ -11,7 +14,7 @@ namespace {
 // kPart: a message whose request completes with a later one (the Write of a Write with
 // Immediate).
 enum class CookieKind : std::uint64_t {
-  kRequest = 0, kReadResponse = 1, kTerminate = 2, kRtr = 3, kPart = 4
+  kRequest = 0, kReadResponse = 1, kTerminate = 2, kRtr = 3, kPart = 4, kAtomicResponse = 5
 };
 constexpr int kKindShift = 60;
 constexpr std::uint64_t make_cookie(CookieKind k, std::uint64_t seq = 0) {
@@ -129,6 +132,8 @@ bool RdmapTransmitter::next_nudge(Message& m) {
 }
 
 bool RdmapTransmitter::next_read_response(Message& m) {
+  if (irq_.next_is_atomic()) return next_atomic_response(m);
+  ++read_responses_unsent_;
   const InboundRead& read = irq_.start_response();
   if (!read.source.bytes.empty()) gather_.push_back(read.source.bytes);
   m.header = tagged_header(wire::RdmapOpcode::kReadResponse, read.sink_stag, read.sink_offset);
@@ -138,12 +143,30 @@ bool RdmapTransmitter::next_read_response(Message& m) {
   return true;
 }
 
+bool RdmapTransmitter::next_atomic_response(Message& m) {
+  if (read_responses_unsent_ > 0) return false;
+  const InboundRead& request = irq_.start_response();
+  // The word is writable memory, naturally aligned (RdmapPort::resolve_atomic_target).
+  auto* word = reinterpret_cast<std::uint64_t*>(const_cast<std::uint8_t*>(request.source.bytes.data()));
+  wire::AtomicResponse response;
+  response.original_request_id = request.atomic->request_id;
+  response.original_value = execute_atomic(*request.atomic, *word);
+  gather_.push_back(atomic_response_bodies_.encode(response));
+  m.header = untagged_header(wire::RdmapOpcode::kAtomicResponse, wire::kQueueAtomicResponse,
+                             atomic_response_msn_++);
+  m.gather = gather_;
+  m.length = wire::kAtomicResponseSize;
+  // Its source is released and its IRD slot freed once TCP has it, as a Read Response's.
+  m.cookie = make_cookie(CookieKind::kAtomicResponse);
+  return true;
+}
+
 bool RdmapTransmitter::next_request(Message& m) {
   OutboundRequest r;
   // Bounded by the port's queue: each local operation started is one request fewer.
   while (true) {
     if (!port_.peek_request(r)) return false;
-    const bool read = r.kind == OutboundRequest::Kind::kRead;
+    const bool read = r.kind == OutboundRequest::Kind::kRead || r.kind == OutboundRequest::Kind::kAtomic;
     if (!orq_.may_start(read, r.fence)) return false;
     if (!port_.start_request(r, gather_)) return false;
     if (r.kind != OutboundRequest::Kind::kLocal) break;
@@ -186,9 +209,34 @@ bool RdmapTransmitter::next_request(Message& m) {
       orq_.push(OutboundRead{r.seq, r.sink_stag, r.sink_offset, r.length, 0});
       break;
     }
+    case OutboundRequest::Kind::kAtomic:
+      atomic_request(m, r);
+      break;
   }
   m.gather = gather_;
   return true;
+}
+
+// RFC 7306: the Atomic Request takes the next MSN of the Read Request queue; its identifier is
+// the request's seq (32 bits suffice: at most ORD are outstanding).
+void RdmapTransmitter::atomic_request(Message& m, const OutboundRequest& r) {
+  wire::AtomicRequest request;
+  request.opcode = r.atomic_opcode;
+  request.request_id = static_cast<std::uint32_t>(r.seq);
+  request.remote_stag = r.remote_stag.value();
+  request.remote_to = r.remote_offset.value();
+  request.add_swap_data = r.add_swap_data;
+  request.add_swap_mask = r.add_swap_mask;
+  request.compare_data = r.compare_data;
+  request.compare_mask = r.compare_mask;
+  gather_.push_back(atomic_request_bodies_.encode(request));
+  m.header = untagged_header(wire::RdmapOpcode::kAtomicRequest, wire::kQueueReadRequest, read_msn_++);
+  m.length = wire::kAtomicRequestSize;
+  OutboundRead pending;
+  pending.seq = r.seq;
+  pending.atomic = true;
+  pending.request_id = request.request_id;
+  orq_.push(pending);
 }
 
 void RdmapTransmitter::immediate_message(Message& m, std::uint64_t seq, bool solicited,
@@ -208,6 +256,10 @@ bool RdmapTransmitter::sent(std::uint64_t cookie) {
       port_.request_sent(cookie_seq(cookie));
       return false;
     case CookieKind::kReadResponse:
+      --read_responses_unsent_;
+      irq_.response_sent();
+      return true;
+    case CookieKind::kAtomicResponse:
       irq_.response_sent();
       return true;
     case CookieKind::kTerminate:

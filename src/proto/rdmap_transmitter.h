@@ -1,6 +1,6 @@
 // The transmit side of one connection's RDMAP engine: which message goes next (the queued
-// Terminate, our RTR, a nudge, Read Responses, then the send queue in order, held by fences and
-// ORD), its DDP header and MSN (RFC 5041 section 5.3: each untagged queue's MSN starts at 1),
+// Terminate, our RTR, a nudge, Read and Atomic Responses, then the send queue in order, held by
+// fences and ORD), its DDP header and MSN (RFC 5041 section 5.3: each untagged queue's MSN starts at 1),
 // its segmentation into the transmit batch, and what follows once TCP has taken it.
 //
 // Owner: RdmapEngine. The Read queues and the Terminate it takes messages from (and adds our
@@ -60,6 +60,7 @@ class RdmapTransmitter {
   void abandon() {
     segmenter_ = MessageSegmenter{};
     pending_immediate_.reset();
+    read_responses_unsent_ = 0;
   }
 
  private:
@@ -72,7 +73,12 @@ class RdmapTransmitter {
   bool next_rtr(Message& m);
   bool next_nudge(Message& m);
   bool next_read_response(Message& m);
+  // RFC 7306: the response to the oldest inbound Atomic Request, whose operation is carried out
+  // now; false (nothing goes yet) while a Read Response before it has not left: that response
+  // reads its source when TCP takes it, and must not see the operation's result.
+  bool next_atomic_response(Message& m);
   bool next_request(Message& m);
+  void atomic_request(Message& m, const OutboundRequest& r);
   // RFC 7306: the Immediate Data message of request `seq` (its completion goes with it).
   void immediate_message(Message& m, std::uint64_t seq, bool solicited, std::uint64_t data);
 
@@ -92,12 +98,17 @@ class RdmapTransmitter {
   wire::Msn send_msn_ = wire::kInitialMsn;
   wire::Msn read_msn_ = wire::kInitialMsn;
   wire::Msn term_msn_ = wire::kInitialMsn;
+  wire::Msn atomic_response_msn_ = wire::kInitialMsn;
 
   // The message being segmented and its gather list.
   MessageSegmenter segmenter_;
   std::vector<ConstByteSpan> gather_;
   ReadRequestBodies read_request_bodies_;
   ImmediateDataBodies immediate_bodies_;
+  AtomicRequestBodies atomic_request_bodies_;
+  AtomicResponseBodies atomic_response_bodies_;
+  // Read Responses started and not yet handed to TCP completely.
+  std::size_t read_responses_unsent_ = 0;
   // An RDMA Write with Immediate whose Write message has been started: its Immediate Data
   // message goes next, ahead of Read Responses, so that the peer finds it right after the Write.
   struct PendingImmediate {

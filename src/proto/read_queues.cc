@@ -27,7 +27,7 @@ Expected<ReadResponseTarget, wire::TerminateCode> OutboundReadQueue::match_segme
     if (length != 0) return Unexpected{term::kDdpTaggedBaseBounds};
     return kRtrRead;
   }
-  if (reads_.empty() || stag != reads_.front().sink_stag) {
+  if (reads_.empty() || reads_.front().atomic || stag != reads_.front().sink_stag) {
     return Unexpected{term::kDdpTaggedInvalidStag};
   }
   const OutboundRead& read = reads_.front();
@@ -43,13 +43,24 @@ Expected<ReadResponseTarget, wire::TerminateCode> OutboundReadQueue::complete() 
     rtr_read_pending_ = false;
     return kRtrRead;
   }
-  if (reads_.empty()) return Unexpected{term::kDdpTaggedInvalidStag};
+  if (reads_.empty() || reads_.front().atomic) return Unexpected{term::kDdpTaggedInvalidStag};
   if (reads_.front().placed != reads_.front().length) {
     return Unexpected{term::kDdpTaggedBaseBounds};  // a short response
   }
   const std::uint64_t seq = reads_.front().seq;
   reads_.pop_front();
   return ReadResponseTarget{false, seq, 0};
+}
+
+Expected<std::uint64_t, wire::TerminateCode> OutboundReadQueue::complete_atomic(
+    std::uint32_t request_id) {
+  if (rtr_read_pending_ || reads_.empty() || !reads_.front().atomic ||
+      reads_.front().request_id != request_id) {
+    return Unexpected{term::kRdmapUnexpectedOpcode};
+  }
+  const std::uint64_t seq = reads_.front().seq;
+  reads_.pop_front();
+  return seq;
 }
 
 }  // namespace uwarp::proto

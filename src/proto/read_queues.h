@@ -1,9 +1,10 @@
-// The two RDMA Read queues of one connection (RFC 5040 section 5.2):
-// - OutboundReadQueue (ORQ): our RDMA Reads whose Read Request went out, oldest first, that
-//   the peer's Read Responses are matched against; it holds back a request behind a fence or
+// The two RDMA Read queues of one connection (RFC 5040 section 5.2), which also carry the RFC
+// 7306 Atomic Requests (they share the Read Requests' queue, order and ORD/IRD):
+// - OutboundReadQueue (ORQ): our RDMA Reads and Atomic Requests that went out, oldest first,
+//   that the peer's responses are matched against; it holds back a request behind a fence or
 //   beyond ORD, and knows our own RFC 6581 RTR Read, whose empty response is no work request's;
-// - InboundReadQueue (IRQ): the peer's Read Requests waiting for their Read Response, and the
-//   one Read Response being sent. IRD is enforced on receive (RdmapReceiver).
+// - InboundReadQueue (IRQ): the peer's Read and Atomic Requests waiting for their response, and
+//   the one response being sent. IRD is enforced on receive (RdmapReceiver).
 //
 // Neither calls out: they hold the state and its rules, the engine talks to the port.
 // Owner: the connection's RdmapEngine (members, no allocation per message beyond the deques').
@@ -14,11 +15,13 @@
 #include <cstdint>
 #include <deque>
 #include <memory>
+#include <optional>
 
 #include "base/bytes.h"
 #include "uwarp/expected.h"
 #include "wire/quantities.h"
 #include "wire/rdmap.h"
+#include "wire/rdmap_ext.h"
 
 namespace uwarp::proto {
 
@@ -31,6 +34,10 @@ struct OutboundRead {
   // Response bytes placed so far: the sink's first `placed` bytes, as the segments of one
   // message come in order (match_segment() accepts only the segment that continues them).
   std::uint32_t placed = 0;
+  // An Atomic Request (RFC 7306), answered by an Atomic Response naming `request_id`; its
+  // result goes to the request's local memory (the sink fields are unused).
+  bool atomic = false;
+  std::uint32_t request_id = 0;
 };
 
 // Which Read a Read Response segment (or whole response) belongs to.
@@ -45,7 +52,8 @@ class OutboundReadQueue {
   explicit OutboundReadQueue(std::uint16_t ord) : ord_(ord) {}
 
   // Transmit: whether the next posted request may start now. A fenced request waits until
-  // every earlier Read has its response; a Read waits while ORD Reads are outstanding.
+  // every earlier Read or Atomic has its response; a Read or Atomic (`read`) waits while ORD of
+  // them are outstanding.
   bool may_start(bool read, bool fence) const {
     if (fence && !reads_.empty()) return false;
     return !read || reads_.size() < ord_;
@@ -68,6 +76,9 @@ class OutboundReadQueue {
   // The response's last segment (DDP L=1) has arrived: its Read leaves the queue. The error if
   // there is no Read or the response placed fewer bytes than the Read's length.
   Expected<ReadResponseTarget, wire::TerminateCode> complete();
+  // An Atomic Response naming `request_id` has arrived: the oldest request, if it is the Atomic
+  // Request of that identifier, leaves the queue (its seq); else RDMAP "unexpected opcode".
+  Expected<std::uint64_t, wire::TerminateCode> complete_atomic(std::uint32_t request_id);
 
   // The QP failed: every Read is dropped (the RTR Read, which has no memory, stays expected).
   void clear() { reads_.clear(); }
@@ -85,16 +96,21 @@ struct ReadSource {
   std::shared_ptr<const void> keep;
 };
 
-// A Read Request of the peer: where its response goes and what it reads.
+// A Read Request of the peer: where its response goes and what it reads. Or an Atomic Request
+// of the peer (`atomic`): `source` is the 64-bit word it operates on (writable memory, naturally
+// aligned, checked for remote atomic access), carried out when its response is sent.
 struct InboundRead {
   wire::Stag sink_stag;
   wire::TaggedOffset sink_offset;
   ReadSource source;
+  std::optional<wire::AtomicRequest> atomic;
 };
 
 class InboundReadQueue {
  public:
   bool empty() const { return queue_.empty(); }
+  // The oldest request waiting (the caller checked !empty()) is an Atomic Request.
+  bool next_is_atomic() const { return queue_.front().atomic.has_value(); }
   void push(InboundRead read) { queue_.push_back(std::move(read)); }
   // The oldest Read Request becomes the Read Response being sent (the caller checked !empty());
   // it, and its source, stay valid until response_sent() or clear().

@@ -1,5 +1,5 @@
-// Read Request bodies of outbound Reads (and of our RFC 6581 RTR Read), and the bodies of
-// outbound Immediate Data messages (RFC 7306), encoded into slots that
+// Read Request bodies of outbound Reads (and of our RFC 6581 RTR Read), and the bodies of the
+// outbound RFC 7306 messages (Immediate Data, Atomic Request and Response), encoded into slots that
 // outlive the transmit batch pointing at them: the batch's iovecs refer to a body until its
 // FPDU is sent, and a batch holds several Read Requests, so each body gets its own slot. Until
 // it is drained a batch holds at most kMaxInBatch Read Requests, and one more may have been
@@ -38,33 +38,31 @@ class BodySlots {
   std::size_t next_ = 0;
 };
 
-class ReadRequestBodies {
+// Bodies of one kind, each encoded by `Encode` into a slot of its own.
+template <typename Body, std::size_t Size, std::size_t (*Encode)(const Body&, ByteSpan)>
+class EncodedBodies {
  public:
-  static constexpr std::size_t kSlots = BodySlots<wire::kReadRequestSize>::kSlots;
-  static constexpr std::size_t kMaxInBatch = BodySlots<wire::kReadRequestSize>::kMaxInBatch;
+  static constexpr std::size_t kSlots = BodySlots<Size>::kSlots;
+  static constexpr std::size_t kMaxInBatch = BodySlots<Size>::kMaxInBatch;
 
-  // Encodes `rr` into the next slot; the span stays valid for kSlots - 1 further encodes.
-  ConstByteSpan encode(const wire::ReadRequest& rr) {
-    const ByteSpan body = slots_.next();
-    wire::encode_read_request(rr, body);
-    return body;
+  // Encodes `body` into the next slot; the span stays valid for kSlots - 1 further encodes.
+  ConstByteSpan encode(const Body& body) {
+    const ByteSpan slot = slots_.next();
+    Encode(body, slot);
+    return slot;
   }
 
  private:
-  BodySlots<wire::kReadRequestSize> slots_;
+  BodySlots<Size> slots_;
 };
 
-// The same for the eight bytes of RFC 7306 Immediate Data messages.
-class ImmediateDataBodies {
- public:
-  ConstByteSpan encode(const wire::ImmediateData& imm) {
-    const ByteSpan body = slots_.next();
-    wire::encode_immediate_data(imm, body);
-    return body;
-  }
-
- private:
-  BodySlots<wire::kImmediateDataSize> slots_;
-};
+using ReadRequestBodies =
+    EncodedBodies<wire::ReadRequest, wire::kReadRequestSize, wire::encode_read_request>;
+using ImmediateDataBodies =
+    EncodedBodies<wire::ImmediateData, wire::kImmediateDataSize, wire::encode_immediate_data>;
+using AtomicRequestBodies =
+    EncodedBodies<wire::AtomicRequest, wire::kAtomicRequestSize, wire::encode_atomic_request>;
+using AtomicResponseBodies =
+    EncodedBodies<wire::AtomicResponse, wire::kAtomicResponseSize, wire::encode_atomic_response>;
 
 }  // namespace uwarp::proto

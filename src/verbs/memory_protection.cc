@@ -38,6 +38,18 @@ Expected<proto::ReadSource, wire::TerminateCode> MemoryProtection::resolve_read_
   return proto::ReadSource{*r, std::move(mr)};
 }
 
+Expected<proto::ReadSource, wire::TerminateCode> MemoryProtection::resolve_atomic_target(
+    wire::Stag stag, wire::TaggedOffset offset) {
+  MemoryRegionRef mr = stags_.find(stag.value());
+  if (!mr) return Unexpected{term::kRdmapInvalidStag};
+  auto r = mr->resolve(pd_, qp_, offset.value(), sizeof(std::uint64_t), access::kRemoteAtomic);
+  if (!r) return Unexpected{read_source_error(r.error())};
+  if (reinterpret_cast<std::uintptr_t>(r->data()) % sizeof(std::uint64_t) != 0) {
+    return Unexpected{term::kRdmapBaseBounds};
+  }
+  return proto::ReadSource{*r, std::move(mr)};
+}
+
 std::optional<wire::TerminateCode> MemoryProtection::invalidate_remote(wire::Stag stag) {
   MemoryRegionRef mr = stags_.find(stag.value());
   if (!mr || mr->pd != pd_ || (mr->qp != nullptr && mr->qp != qp_)) {

@@ -61,6 +61,11 @@ class MemoryProtection {
   Expected<proto::ReadSource, wire::TerminateCode> resolve_read_source(wire::Stag stag,
                                                                        wire::TaggedOffset offset,
                                                                        std::uint32_t length);
+  // An inbound Atomic Request's target (RFC 7306): the 64-bit word at `offset` of `stag`,
+  // checked for remote atomic access; a word that is not naturally aligned in memory is a base
+  // or bounds violation (RDMAP / 1 / 0x01: it is no word the region holds).
+  Expected<proto::ReadSource, wire::TerminateCode> resolve_atomic_target(wire::Stag stag,
+                                                                         wire::TaggedOffset offset);
   // Bytes [offset, offset + length) of an outbound Read's sink (its resolved local memory, or
   // null if the Read is no longer queued).
   proto::ScatterResult resolve_read_sink(const std::vector<ByteSpan>* sink, std::size_t offset,

@@ -51,6 +51,17 @@ void QpPort::read_complete(std::uint64_t seq) {
   qp_.sq_.read_complete(seq);
 }
 
+Expected<proto::ReadSource, wire::TerminateCode> QpPort::resolve_atomic_target(
+    wire::Stag stag, wire::TaggedOffset offset) {
+  qp_.mu_.assert_held();
+  return qp_.protection_.resolve_atomic_target(stag, offset);
+}
+
+void QpPort::atomic_complete(std::uint64_t seq, std::uint64_t original_value) {
+  qp_.mu_.assert_held();
+  qp_.sq_.atomic_complete(seq, original_value);
+}
+
 bool QpPort::peek_request(proto::OutboundRequest& next) {
   qp_.mu_.assert_held();
   return qp_.sq_.peek(next);

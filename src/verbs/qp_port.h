@@ -38,6 +38,9 @@ class QpPort final : public proto::RdmapPort {
   proto::ScatterResult resolve_read_sink(std::uint64_t seq, std::size_t offset,
                                          std::size_t length) override;
   void read_complete(std::uint64_t seq) override;
+  Expected<proto::ReadSource, wire::TerminateCode> resolve_atomic_target(
+      wire::Stag stag, wire::TaggedOffset offset) override;
+  void atomic_complete(std::uint64_t seq, std::uint64_t original_value) override;
 
   // Transmit: the send queue.
   bool peek_request(proto::OutboundRequest& next) override;

@@ -1,7 +1,7 @@
 // A queue pair's send queue: the work requests posted and not yet completed, oldest first, each
 // from its post (checked against the queue's limits and copied) through its transmission to its
 // completion, which is reported in posting order as the verbs require of an RC QP. A Send or
-// Write completes once TCP has all of it, an RDMA Read once its response has arrived; an error
+// Write completes once TCP has all of it, an RDMA Read or atomic once its response has arrived; an error
 // flushes what is left. Which request goes when (fences, ORD) is the engine's; whether the QP's
 // state lets a request be posted or started is the QP's.
 //
@@ -62,6 +62,8 @@ class SendQueue {
   bool uses(ConstByteSpan memory) const;
   // Read `seq` has its whole response.
   void read_complete(std::uint64_t seq);
+  // Atomic `seq` was answered: `original_value` goes to its local memory, and it completes.
+  void atomic_complete(std::uint64_t seq, std::uint64_t original_value);
   // Every access through the binding local operation `seq` took away has been cut off.
   void swept(std::uint64_t seq);
 
@@ -85,6 +87,8 @@ class SendQueue {
     std::uint32_t invalidate_rkey = 0;
     std::uint32_t access = 0;
     std::uint32_t imm_data = 0;
+    std::uint64_t compare_add = 0;
+    std::uint64_t swap = 0;
     std::uint32_t length = 0;
     bool awaiting_sweep = false;  // a local operation that took a binding away
     Phase phase = Phase::kQueued;

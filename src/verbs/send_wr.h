@@ -16,6 +16,25 @@ inline bool is_local_operation(WrOpcode opcode) {
   return opcode == WrOpcode::kBindWindow || opcode == WrOpcode::kLocalInvalidate ||
          opcode == WrOpcode::kRegisterFastRegion;
 }
+// An RFC 7306 atomic operation: answered by the peer, like an RDMA Read.
+inline bool is_atomic(WrOpcode opcode) {
+  return opcode == WrOpcode::kAtomicFetchAdd || opcode == WrOpcode::kAtomicCompareSwap ||
+         opcode == WrOpcode::kAtomicSwap;
+}
+// Its result, or a Read's data, is written to the request's local memory.
+inline bool writes_local_memory(WrOpcode opcode) {
+  return opcode == WrOpcode::kRdmaRead || is_atomic(opcode);
+}
+// The Atomic Request of an atomic work request: the RFC 7306 operation and its masks (the
+// verbs operations act on the whole word).
+struct AtomicOperands {
+  std::uint8_t opcode = 0;
+  std::uint64_t add_swap_data = 0;
+  std::uint64_t add_swap_mask = 0;
+  std::uint64_t compare_data = 0;
+  std::uint64_t compare_mask = 0;
+};
+AtomicOperands atomic_operands(WrOpcode opcode, std::uint64_t compare_add, std::uint64_t swap);
 
 // The request's shape as posted: its payload length, and whether its data is copied at post
 // (inline).
@@ -24,7 +43,7 @@ struct PostedShape {
   bool is_inline = false;
 };
 // Checks `wr` against the QP's SGE limit and the device's limits (reads_allowed: false refuses
-// an RDMA Read, the connection's ORD being 0) and fills in `shape`; the queue's own room is the
+// an RDMA Read or an atomic, the connection's ORD being 0) and fills in `shape`; the queue's own room is the
 // caller's. Returns why the request is refused (an invalid argument), or null if it is not. (No
 // Status here: this is on every post's path, and a refusal is rare.)
 const char* check_send_wr(const SendWr& wr, std::uint32_t max_sge, const DeviceLimits& limits,

@@ -27,13 +27,14 @@ inline constexpr std::size_t kTaggedHeaderSize = 14;
 inline constexpr std::size_t kUntaggedHeaderSize = 18;
 inline constexpr std::size_t kMaxDdpHeaderSize = kUntaggedHeaderSize;
 
-// Untagged queue numbers used by RDMAP (RFC 5040 section 5.1; RFC 7306 adds queue 3 for Atomic
-// Requests and queue 4 for Atomic Responses; its Immediate Data messages use queue 0).
+// Untagged queue numbers used by RDMAP (RFC 5040 section 5.1). RFC 7306 as uwarp reads it
+// (docs/atomics.md): Atomic Requests share queue 1 with Read Requests (one MSN sequence, one
+// ORD/IRD), Atomic Responses have queue 3, Immediate Data messages use queue 0.
 inline constexpr std::uint32_t kQueueSend = 0;
 inline constexpr std::uint32_t kQueueReadRequest = 1;
 inline constexpr std::uint32_t kQueueTerminate = 2;
-inline constexpr std::uint32_t kQueueAtomic = 3;
-inline constexpr std::uint32_t kQueueAtomicResponse = 4;
+inline constexpr std::uint32_t kQueueAtomicResponse = 3;
+inline constexpr std::uint32_t kUntaggedQueues = 4;
 
 // The header of one DDP segment, fields as on the wire (validation is the receiver's job).
 struct DdpHeader {

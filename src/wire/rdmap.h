@@ -22,9 +22,8 @@ enum class RdmapOpcode : std::uint8_t {
   kSendSe = 0x5,
   kSendSeInvalidate = 0x6,
   kTerminate = 0x7,
-  // RFC 7306 (bodies in wire/rdmap_ext.h). Immediate Data: queue 0, received and sent; the
-  // Atomic messages (queues 3 and 4) are answered with Terminate RDMAP / remote operation / 0x06
-  // until uwarp supports them.
+  // RFC 7306 (bodies in wire/rdmap_ext.h): Immediate Data on queue 0, Atomic Requests on
+  // queue 1, Atomic Responses on queue 3.
   kImmediateData = 0x8,
   kImmediateDataSe = 0x9,
   kAtomicRequest = 0xA,

@@ -1,6 +1,6 @@
 // The message bodies of the RDMAP extensions of RFC 7306 (after the untagged DDP header): the
-// Immediate Data message (opcodes 0x8 and 0x9, queue 0), the Atomic Request (0xA, queue 3) and
-// the Atomic Response (0xB, queue 4). Pure codecs over byte spans; every field big-endian.
+// Immediate Data message (opcodes 0x8 and 0x9, queue 0), the Atomic Request (0xA, queue 1) and
+// the Atomic Response (0xB, queue 3). Pure codecs over byte spans; every field big-endian.
 #pragma once
 
 #include <cstddef>

@@ -3,7 +3,8 @@
 # RDMA Read (CRC off, then on), and while rping runs through `uwarp-run --mpa` (CRC with
 # peer-to-peer, then MPA revision 1), and checks with tshark that every frame decodes as MPA / DDP /
 # RDMAP: no "Malformed", no "Bad CRC32", every data-carrying TCP segment claimed by the iWARP
-# dissectors. Usage: tests/capture/tshark_check.sh [BIN_DIR] [KEEP_DIR]
+# dissectors; and the same while qperf runs RFC 7306 atomics.
+# Usage: tests/capture/tshark_check.sh [BIN_DIR] [KEEP_DIR]
 set -euo pipefail
 bin=${1:-build/bin}
 keep=${2:-}
@@ -35,9 +36,12 @@ expect_absent() {  # expect_absent LABEL PATTERN FILE
   if grep -qi -- "$2" "$3"; then fail "$1: '$2' in $(basename "$3"): $(grep -i -m3 -- "$2" "$3" | tr '\n' ' ')"; fi
 }
 
-# start_capture NAME PORT: captures tcp port PORT on lo into $work/NAME.pcap (sets $cap).
+# start_capture NAME PORT: captures tcp port PORT on lo into $work/NAME.pcap (sets $cap);
+# PORT may instead be a whole capture filter.
 start_capture() {
-  timeout 60 tshark -i lo -B 256 -s 0 -f "tcp port $2" -w "$work/$1.pcap" -q 2>"$work/tshark-$1.log" &
+  local filter="tcp port $2"
+  [[ "$2" =~ ^[0-9]+$ ]] || filter=$2
+  timeout 60 tshark -i lo -B 256 -s 0 -f "$filter" -w "$work/$1.pcap" -q 2>"$work/tshark-$1.log" &
   cap=$!
   for _ in $(seq 1 100); do
     grep -q "Capture started" "$work/tshark-$1.log" 2>/dev/null && break
@@ -124,6 +128,39 @@ if command -v rping >/dev/null; then
   done
 else
   echo "tshark_check: rping (rdmacm-utils) not installed: uwarp-run --mpa not checked" >&2
+fi
+# RFC 7306 atomics: unmodified qperf's rc_fetch_add_mr and rc_compare_swap_mr through uwarp-run,
+# CRC off and on. The capture leaves out qperf's own control connection (its -lp port); its
+# rdma_cm connections have ports of their own.
+if command -v qperf >/dev/null; then
+  for crc in nocrc crc; do
+    name="qperf-atomics-$crc"
+    qport=$((20000 + RANDOM % 20000))
+    mpa=()
+    [ "$crc" = crc ] && mpa=(--mpa crc)
+    start_capture "$name" "tcp and not port $qport"
+    timeout 60 "$bin/uwarp-run" "${mpa[@]}" qperf -lp "$qport" >"$work/$name.server" 2>&1 &
+    server=$!
+    sleep 0.5
+    for t in rc_fetch_add_mr rc_compare_swap_mr; do
+      checks=$((checks + 1))
+      # qperf 0.4.11's server may tell the port of its rdma_cm listener before it listens:
+      # one more attempt (tests/ofa/programs_test.sh, group_qperf).
+      timeout 30 "$bin/uwarp-run" "${mpa[@]}" qperf -cm1 -lp "$qport" -t 1 127.0.0.1 "$t" >"$work/$name-$t.client" 2>&1 ||
+        timeout 30 "$bin/uwarp-run" "${mpa[@]}" qperf -cm1 -lp "$qport" -t 1 127.0.0.1 "$t" >"$work/$name-$t.client" 2>&1 ||
+        { fail "$name: qperf $t failed"; cat "$work/$name-$t.client" >&2; }
+    done
+    kill "$server" 2>/dev/null || true
+    wait "$server" 2>/dev/null || true
+    stop_and_decode "$name"
+    expect_found "$name" "DDP/RDMA.* Atomic Request" "$work/$name.list.txt"
+    expect_found "$name" "DDP/RDMA.* Atomic Response" "$work/$name.list.txt"
+    expect_found "$name" "FetchAdd" "$work/$name.decode.txt"
+    expect_found "$name" "CmpSwap" "$work/$name.decode.txt"
+    if [ "$crc" = crc ]; then expect_found "$name" "Good CRC32" "$work/$name.decode.txt"; fi
+  done
+else
+  echo "tshark_check: qperf not installed: RFC 7306 atomics not checked" >&2
 fi
 echo "tshark_check: $((checks - failures)) passed, $failures failed"
 [ "$failures" -eq 0 ]

@@ -8,6 +8,7 @@
 #include <sys/mman.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstring>
 #include <optional>
@@ -17,6 +18,7 @@
 #include "integration/raw_peer.h"
 #include "support/connected_pair.h"
 #include "uwarp/uwarp.h"
+#include "wire/rdmap_ext.h"
 
 namespace uwarp::testing {
 namespace {
@@ -274,6 +276,34 @@ TEST_P(RevocationTest, ReadResponseThroughAWindowHeldByAZeroWindow) {
   ASSERT_NO_FATAL_FAILURE(invalidate_and_poison(region));
   const std::size_t received = expect_terminate(wire::term::kRdmapInvalidStag);
   EXPECT_LT(received, kBeyondBuffers) << "the whole response went out";
+}
+
+// An Atomic Request waits for its turn behind a Read Response the peer does not read (responses
+// go in order, and an atomic is carried out only once the responses before it have left). The
+// application deregisters the word's region meanwhile: the QP fails with the Terminate for an
+// invalid STag, and the word is never operated on.
+TEST_P(RevocationTest, AtomicWaitingBehindAReadResponseIsCutOffByDeregistration) {
+  Mapping region(kBeyondBuffers);
+  ASSERT_NE(region.data(), nullptr);
+  ASSERT_NO_FATAL_FAILURE(read_behind_shut_window(region));
+  alignas(8) std::uint64_t word = 5;
+  auto word_mr = pd_->reg_mr(&word, sizeof word, access::kLocalWrite | access::kRemoteAtomic);
+  ASSERT_TRUE(word_mr);
+  wire::AtomicRequest add;
+  add.opcode = static_cast<std::uint8_t>(wire::AtomicOpcode::kFetchAdd);
+  add.request_id = 2;
+  add.remote_stag = word_mr->rkey();
+  add.remote_to = reinterpret_cast<std::uintptr_t>(&word);
+  add.add_swap_data = 1;
+  std::vector<std::uint8_t> body(wire::kAtomicRequestSize);
+  wire::encode_atomic_request(add, body);
+  ASSERT_TRUE(raw_.send_fpdu(
+      RawPeer::untagged_header(RdmapOpcode::kAtomicRequest, wire::kQueueReadRequest, 2), body));
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));  // the request is in
+  EXPECT_EQ(qp_->state(), QpState::kRts);
+  ASSERT_TRUE(word_mr->deregister());
+  expect_terminate(wire::term::kRdmapInvalidStag);
+  EXPECT_EQ(std::atomic_ref<std::uint64_t>(word).load(), 5u) << "the word was operated on";
 }
 
 // A Write waits for a window the peer keeps shut; the application moves the QP to ERROR, takes

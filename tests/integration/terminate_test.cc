@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <map>
@@ -14,6 +15,7 @@
 #include "integration/raw_peer.h"
 #include "support/connected_pair.h"
 #include "uwarp/uwarp.h"
+#include "wire/rdmap_ext.h"
 
 namespace uwarp::testing {
 namespace {
@@ -332,6 +334,29 @@ class TerminateTest : public ::testing::Test {
     ASSERT_NO_FATAL_FAILURE(expect_terminate(e));
   }
 
+  static wire::AtomicRequest atomic_request(std::uint32_t stag, std::uint64_t to) {
+    wire::AtomicRequest a;
+    a.opcode = static_cast<std::uint8_t>(wire::AtomicOpcode::kCompareSwap);
+    a.request_id = 0x5EED;
+    a.remote_stag = stag;
+    a.remote_to = to;
+    a.add_swap_mask = ~std::uint64_t{0};
+    a.compare_mask = ~std::uint64_t{0};
+    return a;
+  }
+  static std::vector<std::uint8_t> atomic_body(const wire::AtomicRequest& a) {
+    std::vector<std::uint8_t> body(wire::kAtomicRequestSize);
+    wire::encode_atomic_request(a, body);
+    return body;
+  }
+  // A raw peer's Atomic Request `a` gets `code` (no RDMAP header is copied: RFC 5040 copies
+  // only a Read Request's).
+  void atomic_violation(const wire::AtomicRequest& a, const TerminateCode& code) {
+    ASSERT_NO_FATAL_FAILURE(connect_raw());
+    violate(RawPeer::untagged_header(RdmapOpcode::kAtomicRequest, wire::kQueueReadRequest, 1),
+            atomic_body(a), code);
+  }
+
   std::optional<Context> ctx_;
   std::optional<EventChannel> server_ch_;
   std::optional<EventChannel> client_ch_;
@@ -598,10 +623,80 @@ TEST_F(TerminateTest, Rfc7306ImmediateDataShorterThanEightBytes) {
           pattern(4, 16), wire::term::kRdmapUnspecified);
 }
 
-TEST_F(TerminateTest, Rfc7306AtomicRequestIsNotSupported) {
+// ---- RFC 7306 Atomic Requests (queue 1, with the Read Requests) and Responses (queue 3) ----
+
+// A raw peer's Atomic Request on a region with remote atomic access is carried out and
+// answered: one Atomic Response on queue 3, MSN 1, naming the request, with the word's value
+// before; the word holds the result.
+TEST_F(TerminateTest, Rfc7306AtomicRequestIsAnsweredOnQueue3) {
+  alignas(8) std::uint64_t word = 40;
+  auto mr = pd_->reg_mr(&word, sizeof word, access::kLocalWrite | access::kRemoteAtomic);
+  ASSERT_TRUE(mr);
   ASSERT_NO_FATAL_FAILURE(connect_raw());
-  violate(RawPeer::untagged_header(RdmapOpcode::kAtomicRequest, wire::kQueueAtomic, 1),
-          pattern(52, 16), wire::term::kRdmapUnexpectedOpcode);
+  wire::AtomicRequest a = atomic_request(mr->rkey(), reinterpret_cast<std::uintptr_t>(&word));
+  a.opcode = static_cast<std::uint8_t>(wire::AtomicOpcode::kFetchAdd);
+  a.add_swap_data = 2;
+  ASSERT_TRUE(raw_.send_fpdu(RawPeer::untagged_header(RdmapOpcode::kAtomicRequest, wire::kQueueReadRequest, 1),
+                             atomic_body(a)));
+  auto f = raw_.read_fpdu(kTimeoutMs);
+  ASSERT_TRUE(f && f->header);
+  EXPECT_FALSE(f->header->tagged);
+  EXPECT_EQ(f->header->opcode, static_cast<std::uint8_t>(RdmapOpcode::kAtomicResponse));
+  EXPECT_EQ(f->header->queue, wire::kQueueAtomicResponse);
+  EXPECT_EQ(f->header->msn, 1u);
+  auto response = wire::decode_atomic_response(f->payload);
+  ASSERT_TRUE(response);
+  EXPECT_EQ(f->payload.size(), wire::kAtomicResponseSize);
+  EXPECT_EQ(response->original_request_id, a.request_id);
+  EXPECT_EQ(response->original_value, 40u);
+  EXPECT_EQ(std::atomic_ref<std::uint64_t>(word).load(), 42u);
+  EXPECT_EQ(qp_->state(), QpState::kRts);
+}
+
+TEST_F(TerminateTest, Rfc7306AtomicRequestWithInvalidStag) {
+  atomic_violation(atomic_request(unknown_stag(), keys_.rw_addr), wire::term::kRdmapInvalidStag);
+}
+
+TEST_F(TerminateTest, Rfc7306AtomicRequestWithoutRemoteAtomicAccess) {
+  atomic_violation(atomic_request(keys_.rw_stag, keys_.rw_addr), wire::term::kRdmapAccessRights);
+}
+
+TEST_F(TerminateTest, Rfc7306AtomicRequestOutOfBounds) {
+  alignas(8) std::uint64_t words[2] = {};
+  auto mr = pd_->reg_mr(words, sizeof words, access::kLocalWrite | access::kRemoteAtomic);
+  ASSERT_TRUE(mr);
+  atomic_violation(atomic_request(mr->rkey(), reinterpret_cast<std::uintptr_t>(&words[1]) + 8),
+                   wire::term::kRdmapBaseBounds);
+}
+
+// A word that is not naturally aligned is no word the region holds: base or bounds violation.
+TEST_F(TerminateTest, Rfc7306AtomicRequestNotAligned) {
+  alignas(8) std::uint64_t words[2] = {};
+  auto mr = pd_->reg_mr(words, sizeof words, access::kLocalWrite | access::kRemoteAtomic);
+  ASSERT_TRUE(mr);
+  atomic_violation(atomic_request(mr->rkey(), reinterpret_cast<std::uintptr_t>(words) + 4),
+                   wire::term::kRdmapBaseBounds);
+}
+
+TEST_F(TerminateTest, Rfc7306AtomicRequestOfAnUndefinedOperation) {
+  alignas(8) std::uint64_t word = 0;
+  auto mr = pd_->reg_mr(&word, sizeof word, access::kLocalWrite | access::kRemoteAtomic);
+  ASSERT_TRUE(mr);
+  wire::AtomicRequest a = atomic_request(mr->rkey(), reinterpret_cast<std::uintptr_t>(&word));
+  a.opcode = 3;
+  atomic_violation(a, wire::term::kRdmapUnexpectedOpcode);
+}
+
+TEST_F(TerminateTest, Rfc7306AtomicResponseWithoutARequest) {
+  ASSERT_NO_FATAL_FAILURE(connect_raw());
+  violate(RawPeer::untagged_header(RdmapOpcode::kAtomicResponse, wire::kQueueAtomicResponse, 1),
+          pattern(12, 16), wire::term::kRdmapUnexpectedOpcode);
+}
+
+TEST_F(TerminateTest, Rfc7306AtomicResponseOnQueue4) {
+  ASSERT_NO_FATAL_FAILURE(connect_raw());
+  violate(RawPeer::untagged_header(RdmapOpcode::kAtomicResponse, 4, 1), pattern(12, 16),
+          wire::term::kDdpUntaggedInvalidQn);
 }
 
 TEST_F(TerminateTest, SendWithInvalidateOfStagOfAnotherPd) {

@@ -682,13 +682,15 @@ std::vector<Fault> make_faults() {
        },
        .uwarp_control = {0x02, 0x06, 0xc0, 0x00}});
   add({.name = "opcode-atomic",
-       .condition = "RFC 7306 Atomic Request (opcode 0xA, queue 3, MSN 1)",
-       .rfc = "RDMAP/2/0x06 (from a peer without RFC 7306)",
+       .condition = "RFC 7306 Atomic Request (opcode 0xA, queue 1, MSN 1) of the undefined "
+                    "operation 0xD",
+       .rfc = "RDMAP/2/0x06 (from a peer without RFC 7306, and for the operation)",
+       .ord = 1,  // an IRD slot for it: the operation, not IRD 0, is what uwarp refuses
        .control = {0x20, 0x06, 0x00, 0x00},
        .inject = [](Session& s, const Fault&) {
-         const auto h =
-             RawPeer::untagged_header(static_cast<RdmapOpcode>(0xA), uwarp::wire::kQueueAtomic, 1);
-         return std::optional(send_with(s, h, 52));
+         const auto h = RawPeer::untagged_header(static_cast<RdmapOpcode>(0xA),
+                                                 uwarp::wire::kQueueReadRequest, 1);
+         return std::optional(send_with(s, h, 52));  // its first word ends in 0xD
        },
        .uwarp_control = {0x02, 0x06, 0xc0, 0x00}});
   // Tagged buffer errors a verbs sender cannot make (RFC 5041 section 7.2).

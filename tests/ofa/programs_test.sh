@@ -500,8 +500,8 @@ unsupported_pair() {
 # from RDMA CM: Event rejected"). That failure alone is retried, at most 3 attempts, saying so;
 # a retry delays the client's rdma_resolve_addr by 500 ms (tests/interop/connect_delay.c), since
 # in a sanitizer build under load the client won the race three times in a row.
-# Not run: rc_compare_swap_mr and rc_fetch_add_mr (uwarp has no RFC 7306 atomics yet); rc_bw,
-# rc_bi_bw and rc_rdma_write_bw (RDMA Writes with Immediate), whose sender keeps 1,024 messages
+# rc_compare_swap_mr and rc_fetch_add_mr are RFC 7306 atomics (docs/atomics.md).
+# Not run: rc_bw, rc_bi_bw and rc_rdma_write_bw (RDMA Writes with Immediate), whose sender keeps 1,024 messages
 # in flight that each take a receive the server reposts only as it polls: once the sender runs
 # ahead, the server answers with a Terminate (no receive posted), the sender sees "Remote
 # invalid request" (4 of 30 rc_rdma_write_bw runs on loopback). They need receiver-not-ready
@@ -513,7 +513,8 @@ group_qperf() {
   shim="$(dirname "$run")/libinterop_connect_delay.so"
   server qperf 240 qperf -lp "$port"
   wait_listen "$port" || fail "qperf: the server does not listen on port $port"
-  for t in rc_lat rc_rdma_read_lat rc_rdma_read_bw rc_rdma_write_lat rc_rdma_write_poll_lat; do
+  for t in rc_lat rc_rdma_read_lat rc_rdma_read_bw rc_rdma_write_lat rc_rdma_write_poll_lat \
+           rc_compare_swap_mr rc_fetch_add_mr; do
     name="qperf_$t"
     delay=()
     for attempt in 1 2 3; do
@@ -530,9 +531,10 @@ group_qperf() {
     status "$name" client "$rc" || continue
     case $t in
       *_lat) expect "$tmp/$name.client" "^ +latency += +[0-9.]+ (ns|us|ms|sec)$" ;;
+      *_mr) expect "$tmp/$name.client" "^ +msg_rate += +[0-9.]+ (K|M)?/sec$" ;;
       *) expect "$tmp/$name.client" "^ +bw += +[0-9.]+ (bytes|KB|MB|GB)/sec$" ;;
     esac
-    echo "done: $name ($(grep -E '^ +(latency|bw) += ' "$tmp/$name.client" | tr -s ' '))"
+    echo "done: $name ($(grep -E '^ +(latency|bw|msg_rate) += ' "$tmp/$name.client" | tr -s ' '))"
   done
   kill "$server_pid" 2>/dev/null
   wait "$server_pid" 2>/dev/null

@@ -700,6 +700,75 @@ static void test_memory_windows(const char* host) {
   close_conn(&k);
 }
 
+/* `id` posts one atomic `op` on the word at `remote` of `rkey`, its result to `result`; the
+ * completion's status (-1 if it could not be posted or did not complete), and in *wc_out the
+ * completion. */
+static int atomic_op(struct rdma_cm_id* id, enum ibv_wr_opcode op, uint64_t* result, uint32_t lkey,
+                     uint64_t remote, uint32_t rkey, uint64_t compare_add, uint64_t swap,
+                     struct ibv_wc* wc_out) {
+  struct ibv_sge sge = {(uintptr_t)result, 8, lkey};
+  struct ibv_send_wr wr;
+  memset(&wr, 0, sizeof wr);
+  wr.wr_id = 80;
+  wr.opcode = op;
+  wr.sg_list = &sge;
+  wr.num_sge = 1;
+  wr.send_flags = IBV_SEND_SIGNALED;
+  wr.wr.atomic.remote_addr = remote;
+  wr.wr.atomic.rkey = rkey;
+  wr.wr.atomic.compare_add = compare_add;
+  wr.wr.atomic.swap = swap;
+  struct ibv_send_wr* bad = NULL;
+  int rc = ibv_post_send(id->qp, &wr, &bad);
+  if (rc != 0) return -rc - 1000;
+  if (wait_wc(id->send_cq, wc_out) != 1 || wc_out->wr_id != 80) return -1;
+  return (int)wc_out->status;
+}
+
+/* RFC 7306 atomics through libibverbs: IBV_WR_ATOMIC_FETCH_AND_ADD and _CMP_AND_SWP on a word
+ * registered with IBV_ACCESS_REMOTE_ATOMIC, their completions (IBV_WC_FETCH_ADD, _COMP_SWAP,
+ * byte_len 8) and the value before in the local buffer; a misaligned word is EINVAL at post;
+ * a region without the right ends in IBV_WC_REM_ACCESS_ERR. */
+static void test_atomics(const char* host) {
+  fprintf(stderr, "rdmacm_test: atomics over %s\n", host);
+  struct conn k;
+  CHECK(open_conn(host, &k) == 0);
+  if (k.s == NULL || k.s->qp == NULL || k.c == NULL || k.c->qp == NULL) {
+    close_conn(&k);
+    return;
+  }
+  static uint64_t words[2] = {100, 0};
+  static uint64_t result[1];
+  struct ibv_mr* wmr = ibv_reg_mr(k.s->pd, words, sizeof words,
+                                  IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_ATOMIC);
+  struct ibv_mr* nmr = ibv_reg_mr(k.s->pd, &words[1], 8, IBV_ACCESS_LOCAL_WRITE);
+  struct ibv_mr* rmr = ibv_reg_mr(k.c->pd, result, sizeof result, IBV_ACCESS_LOCAL_WRITE);
+  CHECK(wmr != NULL && nmr != NULL && rmr != NULL);
+  if (wmr == NULL || nmr == NULL || rmr == NULL) {
+    close_conn(&k);
+    return;
+  }
+  struct ibv_wc wc;
+  CHECK(atomic_op(k.c, IBV_WR_ATOMIC_FETCH_AND_ADD, result, rmr->lkey, (uintptr_t)&words[0],
+                  wmr->rkey, 23, 0, &wc) == IBV_WC_SUCCESS);
+  CHECK(wc.opcode == IBV_WC_FETCH_ADD && wc.byte_len == 8 && result[0] == 100);
+  CHECK(atomic_op(k.c, IBV_WR_ATOMIC_CMP_AND_SWP, result, rmr->lkey, (uintptr_t)&words[0],
+                  wmr->rkey, 123, 7, &wc) == IBV_WC_SUCCESS);
+  CHECK(wc.opcode == IBV_WC_COMP_SWAP && wc.byte_len == 8 && result[0] == 123);
+  CHECK(atomic_op(k.c, IBV_WR_ATOMIC_CMP_AND_SWP, result, rmr->lkey, (uintptr_t)&words[0],
+                  wmr->rkey, 123, 9, &wc) == IBV_WC_SUCCESS);
+  CHECK(result[0] == 7 && __atomic_load_n(&words[0], __ATOMIC_ACQUIRE) == 7);
+  CHECK(atomic_op(k.c, IBV_WR_ATOMIC_FETCH_AND_ADD, result, rmr->lkey, (uintptr_t)&words[0] + 4,
+                  wmr->rkey, 1, 0, &wc) == -EINVAL - 1000);
+  CHECK(atomic_op(k.c, IBV_WR_ATOMIC_FETCH_AND_ADD, result, rmr->lkey, (uintptr_t)&words[1],
+                  nmr->rkey, 1, 0, &wc) == IBV_WC_REM_ACCESS_ERR);
+  CHECK(__atomic_load_n(&words[1], __ATOMIC_ACQUIRE) == 0);
+  ibv_dereg_mr(rmr);
+  ibv_dereg_mr(nmr);
+  ibv_dereg_mr(wmr);
+  close_conn(&k);
+}
+
 int main(void) {
   test_basics();
   test_connection("127.0.0.1");
@@ -707,6 +776,7 @@ int main(void) {
   test_sync("127.0.0.1");
   test_sync("::1");
   test_memory_windows("127.0.0.1");
+  test_atomics("127.0.0.1");
   printf("rdmacm_test: %d checks, %d failed\n", checks, failures);
   return failures == 0 ? 0 : 1;
 }

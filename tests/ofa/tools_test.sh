@@ -60,7 +60,7 @@ expect "ibv_devinfo -v" "$out" \
   "transport:[[:space:]]+iWARP \(1\)" \
   "max_qp_rd_atom:[[:space:]]+128$" \
   "max_qp_init_rd_atom:[[:space:]]+128$" \
-  "atomic_cap:[[:space:]]+ATOMIC_NONE \(0\)" \
+  "atomic_cap:[[:space:]]+ATOMIC_GLOB \(2\)" \
   "max_pkeys:[[:space:]]+1$" \
   "state:[[:space:]]+PORT_ACTIVE \(4\)" \
   "link_layer:[[:space:]]+Ethernet" \

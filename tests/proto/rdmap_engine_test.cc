@@ -6,6 +6,7 @@
 #include "proto/rdmap_engine.h"
 
 #include <algorithm>
+#include <cstring>
 #include <deque>
 #include <functional>
 #include <map>
@@ -17,6 +18,7 @@
 #include <gtest/gtest.h>
 
 #include "proto/proto_test_util.h"
+#include "wire/rdmap_ext.h"
 
 namespace uwarp::proto {
 namespace {
@@ -31,13 +33,14 @@ struct Buffer {
   Bytes bytes;
   bool remote_write = true;
   bool remote_read = true;
+  bool remote_atomic = true;
 };
 
 // A posted request: what peek/start report, plus its memory.
 struct Posted {
   OutboundRequest request;
   Bytes payload;      // Send, Write
-  Bytes* sink = nullptr;  // Read
+  Bytes* sink = nullptr;  // Read; atomic: its eight bytes take the original value
 };
 
 // RdmapPort over plain memory, recording what the engine reports.
@@ -51,6 +54,7 @@ class FakePort final : public RdmapPort {
   std::size_t sq_next = 0;
   std::vector<std::uint64_t> sent;         // request_sent
   std::vector<std::uint64_t> reads_done;   // read_complete
+  std::vector<std::uint64_t> atomics_done;  // atomic_complete
   std::vector<wire::TerminateCode> terminates_queued;
   std::vector<wire::TerminateCode> terminates_received;
   int terminates_sent = 0;
@@ -92,6 +96,20 @@ class FakePort final : public RdmapPort {
     p.request.remote_offset = wire::TaggedOffset{to};
     p.request.sink_stag = wire::Stag{sink_stag};
     p.request.sink_offset = wire::TaggedOffset{0};
+  }
+  void post_atomic(Bytes* result, wire::AtomicOpcode op, std::uint32_t stag, std::uint64_t to,
+                   std::uint64_t data, std::uint64_t compare = 0) {
+    post(OutboundRequest::Kind::kAtomic, {});
+    Posted& p = sq.back();
+    p.sink = result;
+    p.request.length = 8;
+    p.request.remote_stag = wire::Stag{stag};
+    p.request.remote_offset = wire::TaggedOffset{to};
+    p.request.atomic_opcode = static_cast<std::uint8_t>(op);
+    p.request.add_swap_data = data;
+    p.request.add_swap_mask = op == wire::AtomicOpcode::kFetchAdd ? 0 : ~std::uint64_t{0};
+    p.request.compare_data = compare;
+    p.request.compare_mask = ~std::uint64_t{0};
   }
 
   ScatterResult resolve_write(wire::Stag stag, wire::TaggedOffset to, std::size_t length) override {
@@ -150,6 +168,22 @@ class FakePort final : public RdmapPort {
     return Scatter(scatter_);
   }
   void read_complete(std::uint64_t seq) override { reads_done.push_back(seq); }
+  Expected<ReadSource, wire::TerminateCode> resolve_atomic_target(wire::Stag stag,
+                                                                  wire::TaggedOffset to) override {
+    const std::uint64_t offset = to.value();
+    auto it = buffers.find(stag.value());
+    if (it == buffers.end()) return Unexpected{term::kRdmapInvalidStag};
+    if (!it->second.remote_atomic) return Unexpected{term::kRdmapAccessRights};
+    const Buffer& b = it->second;
+    if (offset < b.base || offset - b.base + 8 > b.bytes.size()) return Unexpected{term::kRdmapBaseBounds};
+    const ConstByteSpan word = ConstByteSpan(b.bytes).subspan(offset - b.base, 8);
+    if (reinterpret_cast<std::uintptr_t>(word.data()) % 8 != 0) return Unexpected{term::kRdmapBaseBounds};
+    return ReadSource{word, nullptr};
+  }
+  void atomic_complete(std::uint64_t seq, std::uint64_t original) override {
+    std::memcpy(sq.at(seq - 1).sink->data(), &original, 8);
+    atomics_done.push_back(seq);
+  }
   bool peek_request(OutboundRequest& next) override {
     if (sq_next >= sq.size()) return false;
     next = sq[sq_next].request;
@@ -421,6 +455,42 @@ TEST(RdmapEngine, TheImmediateDataFollowsItsWriteAtOnce) {
   EXPECT_EQ(a.port.sent, std::vector<std::uint64_t>{1});
 }
 
+// RFC 7306 atomics in the Read Request queue's order: a Read before an atomic on the same word
+// sees the value before it (its response reads the word when TCP takes it, so the atomic waits
+// for it to leave), a Read after sees the result, and each atomic returns the value before it.
+TEST_P(EngineSplits, AtomicsRunInOrderWithReadsInAnySplit) {
+  const auto [crc, piece] = GetParam();
+  Endpoint a(params(crc)), b(params(crc));
+  Bytes word(8, 0);
+  const std::uint64_t initial = 1000;
+  std::memcpy(word.data(), &initial, 8);
+  b.port.buffers[0x400] = Buffer{0x8000, word};
+  Bytes before(8, 0), after(8, 0), fetched(8, 0), compared(8, 0), missed(8, 0), swapped(8, 0);
+  a.port.post_read(&before, 0x300, 0x400, 0x8000);
+  a.port.post_atomic(&fetched, wire::AtomicOpcode::kFetchAdd, 0x400, 0x8000, 5);
+  a.port.post_atomic(&compared, wire::AtomicOpcode::kCompareSwap, 0x400, 0x8000, 77, 1005);
+  a.port.post_atomic(&missed, wire::AtomicOpcode::kCompareSwap, 0x400, 0x8000, 99, 1005);
+  a.port.post_atomic(&swapped, wire::AtomicOpcode::kSwap, 0x400, 0x8000, 123);
+  a.port.post_read(&after, 0x301, 0x400, 0x8000);
+  settle(a, b, piece);
+  const auto value = [](const Bytes& b8) {
+    std::uint64_t v = 0;
+    std::memcpy(&v, b8.data(), 8);
+    return v;
+  };
+  EXPECT_EQ(value(before), 1000u);
+  EXPECT_EQ(value(fetched), 1000u);
+  EXPECT_EQ(value(compared), 1005u);
+  EXPECT_EQ(value(missed), 77u);
+  EXPECT_EQ(value(swapped), 77u);
+  EXPECT_EQ(value(after), 123u);
+  EXPECT_EQ(value(b.port.buffers[0x400].bytes), 123u);
+  EXPECT_EQ(a.port.atomics_done, (std::vector<std::uint64_t>{2, 3, 4, 5}));
+  EXPECT_EQ(a.port.reads_done, (std::vector<std::uint64_t>{1, 6}));
+  EXPECT_TRUE(a.port.terminates_received.empty());
+  EXPECT_TRUE(b.port.terminates_queued.empty());
+}
+
 TEST(RdmapEngine, AFenceHoldsARequestUntilEarlierReadsComplete) {
   Endpoint a(params(false)), b(params(false));
   b.port.buffers[0x200] = Buffer{0, pattern(100, 3)};
@@ -510,6 +580,20 @@ Bytes read_request(std::uint32_t msn, std::uint32_t source_stag, std::uint32_t s
                        testing::read_request_body(rr), false);
 }
 
+// An Atomic Request (RFC 7306 operation `op`) on the word at `to` of `stag`.
+Bytes atomic_request(std::uint32_t msn, std::uint8_t op, std::uint32_t stag, std::uint64_t to) {
+  wire::AtomicRequest a;
+  a.opcode = op;
+  a.request_id = msn;
+  a.remote_stag = stag;
+  a.remote_to = to;
+  Bytes body(wire::kAtomicRequestSize);
+  wire::encode_atomic_request(a, body);
+  return testing::fpdu(testing::untagged_header(wire::RdmapOpcode::kAtomicRequest,
+                                                wire::kQueueReadRequest, msn),
+                       body, false);
+}
+
 std::vector<Violation> violations() {
   using wire::RdmapOpcode;
   const Bytes ten = pattern(10, 9);
@@ -568,9 +652,22 @@ std::vector<Violation> violations() {
       {"ImmediateDataTagged",
        [] { return testing::fpdu(testing::tagged_header(RdmapOpcode::kImmediateData, 0x100, 0), Bytes(8, 1), false); },
        term::kRdmapUnexpectedOpcode},
-      {"AtomicResponseOnQueue4",
+      {"AtomicResponseWithNoAtomicOutstanding",
        [] { return testing::fpdu(testing::untagged_header(RdmapOpcode::kAtomicResponse, wire::kQueueAtomicResponse, 1), Bytes(12, 1), false); },
        term::kRdmapUnexpectedOpcode},
+      {"AtomicRequestForAnUnknownStag", [] { return atomic_request(1, 0, 0x777, 0); }, term::kRdmapInvalidStag},
+      {"AtomicRequestWithoutTheAtomicRight", [] { return atomic_request(1, 0, 0x101, 0); }, term::kRdmapAccessRights},
+      {"AtomicRequestOutOfBounds", [] { return atomic_request(1, 0, 0x100, 64); }, term::kRdmapBaseBounds},
+      {"AtomicRequestNotAligned", [] { return atomic_request(1, 0, 0x100, 4); }, term::kRdmapBaseBounds},
+      {"AtomicRequestWithAnUndefinedOperation", [] { return atomic_request(1, 3, 0x100, 0); }, term::kRdmapUnexpectedOpcode},
+      {"AtomicAndReadRequestsBeyondIrd",
+       [] {
+         Bytes s;
+         for (std::uint32_t msn = 1; msn <= 4; ++msn) testing::append(s, read_request(msn, 0x100, 8));
+         testing::append(s, atomic_request(5, 0, 0x100, 0));
+         return s;
+       },
+       term::kRdmapCatastrophicStream},
       {"ReadRequestForAnUnknownStag", [] { return read_request(1, 0x777, 8); }, term::kRdmapInvalidStag},
       {"ReadRequestsBeyondIrd",
        [] {
@@ -589,6 +686,8 @@ class EngineViolations : public ::testing::TestWithParam<Violation> {};
 TEST_P(EngineViolations, OneTerminateIsSentAndThePeerReportsIt) {
   Endpoint a(params(false)), b(params(false));
   b.port.buffers[0x100] = Buffer{0, Bytes(64, 0)};
+  b.port.buffers[0x101] = Buffer{0, Bytes(64, 0)};
+  b.port.buffers[0x101].remote_atomic = false;
   b.port.receives.push_back(Bytes(16, 0));
   a.wire = GetParam().frames();
   deliver(a, b, 3);

@@ -11,6 +11,7 @@
 #include "proto/fpdu_reader.h"
 #include "proto/proto_test_util.h"
 #include "wire/rdmap.h"
+#include "wire/rdmap_ext.h"
 
 namespace uwarp::proto {
 namespace {
@@ -55,6 +56,8 @@ class FakeDelegate final : public RxDelegate {
   std::vector<RecvCall> receives;
   std::vector<InboundSend> sends;
   std::vector<wire::ReadRequest> read_requests;
+  std::vector<wire::AtomicRequest> atomic_requests;
+  std::vector<wire::AtomicResponse> atomic_responses;
   std::vector<Term> terminates;
   std::vector<bool> terminate_has_control;
   int read_responses_complete = 0;
@@ -99,6 +102,14 @@ class FakeDelegate final : public RxDelegate {
   std::optional<wire::TerminateCode> read_request(const wire::ReadRequest& request) override {
     read_requests.push_back(request);
     return fail_read_request;
+  }
+  std::optional<wire::TerminateCode> atomic_request(const wire::AtomicRequest& request) override {
+    atomic_requests.push_back(request);
+    return std::nullopt;
+  }
+  std::optional<wire::TerminateCode> atomic_response(const wire::AtomicResponse& response) override {
+    atomic_responses.push_back(response);
+    return std::nullopt;
   }
   void terminate_received(const wire::TerminateMessage& m) override {
     terminates.push_back({m.code, m.raw_control, Bytes(m.ddp_header.begin(), m.ddp_header.end()),
@@ -304,6 +315,50 @@ TEST(proto_rdmap_receiver, ReadRequestIsDecodedAndHandedOver) {
   EXPECT_EQ(rx.d.read_requests.size(), 2u);
 }
 
+// RFC 7306 as uwarp reads it: an Atomic Request is a message of the Read Request queue (QN 1):
+// one MSN sequence with the Read Requests, and one IRD.
+TEST(proto_rdmap_receiver, AtomicRequestSharesTheReadRequestQueueAndIrd) {
+  Rx rx(2);
+  wire::AtomicRequest a;
+  a.opcode = 2;
+  a.request_id = 0xA1B2C3D4;
+  a.remote_stag = 0x11223344;
+  a.remote_to = 0x1000;
+  a.add_swap_data = 7;
+  a.add_swap_mask = ~std::uint64_t{0};
+  a.compare_data = 5;
+  a.compare_mask = ~std::uint64_t{0};
+  Bytes body(wire::kAtomicRequestSize);
+  ASSERT_EQ(wire::encode_atomic_request(a, body), body.size());
+  ASSERT_TRUE(rx.feed(untagged_header(RdmapOpcode::kAtomicRequest, 1, 1), body));
+  ASSERT_EQ(rx.d.atomic_requests.size(), 1u);
+  EXPECT_EQ(rx.d.atomic_requests[0].request_id, a.request_id);
+  EXPECT_EQ(rx.d.atomic_requests[0].remote_to, a.remote_to);
+  EXPECT_EQ(rx.d.atomic_requests[0].compare_data, a.compare_data);
+  // The Read Request after it takes MSN 2 and the second IRD slot; a third request of either
+  // kind is beyond IRD.
+  const Bytes rr = testing::read_request_body(read_request(10));
+  ASSERT_TRUE(rx.feed(untagged_header(RdmapOpcode::kReadRequest, 1, 2), rr));
+  EXPECT_FALSE(rx.feed(untagged_header(RdmapOpcode::kAtomicRequest, 1, 3), body));
+  EXPECT_EQ(rx.code(), term::kRdmapCatastrophicStream);
+  EXPECT_EQ(rx.d.atomic_requests.size(), 1u);
+}
+
+TEST(proto_rdmap_receiver, AtomicResponsesHaveQueue3AndItsOwnMsns) {
+  Rx rx;
+  for (std::uint32_t msn = 1; msn <= 3; ++msn) {
+    Bytes body(wire::kAtomicResponseSize);
+    wire::encode_atomic_response(wire::AtomicResponse{msn * 10, 0x0102030405060708ull + msn}, body);
+    ASSERT_TRUE(rx.feed(untagged_header(RdmapOpcode::kAtomicResponse, 3, msn), body)) << msn;
+  }
+  ASSERT_EQ(rx.d.atomic_responses.size(), 3u);
+  EXPECT_EQ(rx.d.atomic_responses[2].original_request_id, 30u);
+  EXPECT_EQ(rx.d.atomic_responses[2].original_value, 0x0102030405060708ull + 3);
+  // The Read Request queue's MSNs are untouched.
+  ASSERT_TRUE(rx.feed(untagged_header(RdmapOpcode::kReadRequest, 1, 1),
+                      testing::read_request_body(read_request(10))));
+}
+
 TEST(proto_rdmap_receiver, TerminateIsDeliveredAndEndsReception) {
   Rx rx;
   const Bytes ddp = testing::encode_header(tagged_header(RdmapOpcode::kRdmaWrite, 5, 6));
@@ -463,19 +518,37 @@ std::vector<TableRow> terminate_table() {
        op_on_queue(0x8, 3),
        pattern(8, 1),
        term::kRdmapUnexpectedOpcode},
-      {"rfc7306 atomic request",
+      {"rfc7306 atomic request on the response queue 3",
        {},
        op_on_queue(0xA, 3),
        pattern(52, 1),
        term::kRdmapUnexpectedOpcode},
-      {"rfc7306 atomic response",
+      {"rfc7306 atomic response on the request queue 1",
+       {},
+       op_on_queue(0xB, 1),
+       pattern(12, 1),
+       term::kRdmapUnexpectedOpcode},
+      {"rfc7306 atomic response on queue 4",
        {},
        op_on_queue(0xB, 4),
        pattern(12, 1),
-       term::kRdmapUnexpectedOpcode},
+       term::kDdpUntaggedInvalidQn},
+      {"rfc7306 atomic request too long", {}, op_on_queue(0xA, 1), pattern(53, 1), term::kDdpUntaggedTooLong},
+      {"rfc7306 atomic request too short", {}, op_on_queue(0xA, 1), pattern(51, 1), term::kRdmapUnspecified},
+      {"rfc7306 atomic response too short", {}, op_on_queue(0xB, 3), pattern(11, 1), term::kRdmapUnspecified},
+      {"rfc7306 atomic request msn 2 first",
+       {},
+       untagged_header(RdmapOpcode::kAtomicRequest, 1, 2),
+       pattern(52, 1),
+       term::kDdpUntaggedInvalidMsn},
+      {"rfc7306 atomic response msn 2 first",
+       {},
+       untagged_header(RdmapOpcode::kAtomicResponse, 3, 2),
+       pattern(12, 1),
+       term::kDdpUntaggedInvalidMsn},
       {"reserved opcode 0xC", {}, op_on_queue(0xC, 0), pattern(8, 1), term::kRdmapUnexpectedOpcode},
       {"reserved opcode 0xF", {}, op_on_queue(0xF, 0), pattern(8, 1), term::kRdmapUnexpectedOpcode},
-      {"send on queue 3", {}, op_on_queue(0x3, 3), pattern(8, 1), term::kDdpUntaggedInvalidQn},
+      {"send on queue 3", {}, op_on_queue(0x3, 3), pattern(8, 1), term::kRdmapUnexpectedOpcode},
       {"send on queue 4", {}, op_on_queue(0x3, 4), pattern(8, 1), term::kDdpUntaggedInvalidQn},
       {"atomic response on queue 5", {}, op_on_queue(0xB, 5), pattern(12, 1), term::kDdpUntaggedInvalidQn},
       {"read request on queue 0xffffffff",
