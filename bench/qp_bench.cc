@@ -26,6 +26,7 @@ class NullLink final : public QpLink {
  public:
   void doorbell(QueuePair&) override {}
   void revoke(QueuePair&, ConstByteSpan, bool) override {}  // nothing deregisters here
+  void receive_posted(QueuePair&) override {}              // receives never wait here
 };
 
 struct Side {

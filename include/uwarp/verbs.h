@@ -13,6 +13,7 @@
 // answered by a library progress thread (docs/threading.md).
 #pragma once
 
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -209,6 +210,13 @@ class QueuePair {
   // few socket writes as fit (ibv_post_send's list). The error is that request's.
   Status post_send(std::span<const SendWr> wrs, std::size_t* posted = nullptr);
   Status post_recv(const RecvWr& wr);
+  // Receiver not ready: how long an inbound Send or Immediate Data message that finds no
+  // posted receive holds the connection's reception, waiting for one (TCP flow control holds
+  // the peer meanwhile), before the QP fails with the Terminate for no buffer. Zero (the
+  // default): at once, as Linux siw; kWaitForever: no limit. A QP with a shared receive queue
+  // does not wait. Takes effect for the next wait (docs/receiver-not-ready.md).
+  static constexpr std::chrono::milliseconds kWaitForever = std::chrono::milliseconds::max();
+  void set_receive_wait(std::chrono::milliseconds limit);
   // Type 1 window: posts a kBindWindow request that binds `window` over `range` (in `region`'s
   // address space; length 0 unbinds) with `access`, and returns the STag it will have once the
   // request has taken effect (ibv_bind_mw).

@@ -92,6 +92,9 @@ Status QueuePair::post_send(std::span<const SendWr> wrs, std::size_t* posted) {
   return impl_->qp->post_send(wrs, posted);
 }
 Status QueuePair::post_recv(const RecvWr& wr) { return impl_->qp->post_recv(wr); }
+void QueuePair::set_receive_wait(std::chrono::milliseconds limit) {
+  impl_->qp->set_receive_wait(limit);
+}
 Status QueuePair::modify_state(QpState target) { return impl_->qp->modify_state(target); }
 std::uint16_t QueuePair::ird() const { return impl_->qp->ird(); }
 std::uint16_t QueuePair::ord() const { return impl_->qp->ord(); }

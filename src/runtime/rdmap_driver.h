@@ -56,6 +56,14 @@ class RdmapDriver {
   }
   // No FPDU is partly received (an end of stream here is an orderly close).
   bool rx_at_boundary() const { return engine_.rx_at_boundary(); }
+  // Reception waits for a receive (verbs/receive_wait.h): feed() takes no byte until
+  // resume_rx(), after which the engine asks the QP again.
+  bool rx_waiting() const { return engine_.rx_waiting(); }
+  void resume_rx(verbs::QueuePair& qp) REQUIRES(qp.mutex()) {
+    collect(qp);
+    engine_.resume_rx();
+    collect(qp);
+  }
 
   // Transmit: appends FPDUs to `batch` as the QP's state lets them out; true if it added any.
   bool fill(verbs::QueuePair& qp, proto::TxBatch& batch) REQUIRES(qp.mutex()) {

@@ -35,7 +35,7 @@ void Stream::start(const verbs::LinkParams& params, ConstByteSpan early_bytes) {
   // Application threads polling the QP's CQs may receive from now on.
   poll_sources_.add(qp_->config(), shared_from_this());
   if (p.initiator) check_silent_peer(0);
-  if (!early_bytes.empty()) rdmap_->feed(*qp_, early_bytes);
+  if (!early_bytes.empty() && rx_.feed_early(*qp_, *rdmap_, early_bytes)) wait_for_receive_locked();
   pump_tx_locked(*qp_);
   // Bytes may already wait in the socket (sent right after the MPA exchange): look at once.
   watch_locked(true);
@@ -74,6 +74,37 @@ void Stream::revoke(verbs::QueuePair& qp, ConstByteSpan memory, bool qp_in_use) 
   // The QP's abandon trims the batch (the rest of an FPDU partly sent is copied now, while the
   // memory is still the application's); then the Terminate goes out.
   pump_tx_locked(qp);
+}
+
+void Stream::receive_posted(verbs::QueuePair&) {
+  // The QP lock is held and mu_ comes first: the engine thread resumes.
+  engine_.post([weak = weak_from_this()] {
+    if (auto self = weak.lock()) self->resume_receiving(false);
+  });
+}
+
+void Stream::wait_for_receive_locked() {
+  rx_waiting_ = true;
+  const std::chrono::milliseconds limit = qp_->receive_wait_limit_locked();
+  if (wait_timer_ != 0 || limit == verbs::ReceiveWait::kForever) return;
+  wait_timer_ = engine_.add_timer(Clock::now() + limit, [weak = weak_from_this()] {
+    if (auto self = weak.lock()) self->resume_receiving(true);
+  });
+}
+
+void Stream::resume_receiving(bool limit_passed) {
+  MutexLock lock(mu_);
+  if (limit_passed) wait_timer_ = 0;
+  if (qp_ == nullptr || !rx_waiting_) return;
+  if (wait_timer_ != 0) engine_.cancel_timer(wait_timer_);
+  wait_timer_ = 0;
+  rx_waiting_ = false;
+  {
+    MutexLock qlock(qp_->mutex());
+    if (limit_passed) qp_->receive_wait_expired_locked();
+    rdmap_->resume_rx(*qp_);
+  }
+  engine_receive_locked();  // the held bytes first; it waits again or watches
 }
 
 void Stream::after_tx_locked(Transmitter::Outcome outcome) {
@@ -140,7 +171,7 @@ void Stream::receive_ended_locked(long status) {
 }
 
 void Stream::watch_locked(bool maybe_readable) {
-  if (torn_down_) return;
+  if (torn_down_ || rx_waiting_) return;
   watching_ = true;
   handback_checks_ = 0;
   // Not while an application spins on the CQ: the bytes the watch received would wait for
@@ -153,6 +184,7 @@ void Stream::engine_receive_locked() {
   MutexLock qlock(qp_->mutex());
   const StreamReceiver::Outcome out = received_locked(rx_.receive(*qp_, *rdmap_));
   if (qp_ == nullptr) return;
+  if (out.waiting) return wait_for_receive_locked();
   rx_.note_direct_target(*qp_, *rdmap_);
   watch_locked(out.more);
 }
@@ -167,6 +199,7 @@ void Stream::on_readable(std::optional<long> received) {
   if (received) {
     MutexLock qlock(qp_->mutex());
     const StreamReceiver::Outcome out = received_locked(rx_.take_watched(*qp_, *rdmap_, *received));
+    if (qp_ != nullptr && out.waiting) return wait_for_receive_locked();
     maybe_more = out.more;
     if (!out.ended && out.progress) rx_.note_direct_target(*qp_, *rdmap_);
   }
@@ -208,7 +241,9 @@ bool Stream::poll_rx(bool claim) {
   MutexLock lock(mu_, std::adopt_lock);
   if (qp_ == nullptr) return false;
   MutexLock qlock(qp_->mutex());
-  return received_locked(rx_.receive(*qp_, *rdmap_)).progress;
+  const StreamReceiver::Outcome out = received_locked(rx_.receive(*qp_, *rdmap_));
+  if (qp_ != nullptr && out.waiting) wait_for_receive_locked();
+  return out.progress;
 }
 
 void Stream::cq_armed() {
@@ -268,7 +303,8 @@ void Stream::teardown(bool graceful, const std::string& why) {
       unbind_qp_locked();
     }
     if (handback_timer_ != 0) engine_.cancel_timer(handback_timer_);
-    handback_timer_ = 0;
+    if (wait_timer_ != 0) engine_.cancel_timer(wait_timer_);
+    handback_timer_ = wait_timer_ = 0;
   }
   if (linger_timer_ != 0) engine_.cancel_timer(linger_timer_);
   engine_.backend().detach(fd_.get());

@@ -56,6 +56,7 @@ class Stream final : public io::IoHandler,
   void doorbell(verbs::QueuePair& qp) override REQUIRES(qp.mutex()) { pump_tx_locked(qp); }
   void revoke(verbs::QueuePair& qp, ConstByteSpan memory, bool qp_in_use) override
       REQUIRES(qp.mutex());
+  void receive_posted(verbs::QueuePair& qp) override REQUIRES(qp.mutex());
 
   // io::IoHandler (engine thread).
   void on_readable(std::optional<long> received) override;
@@ -91,6 +92,11 @@ class Stream final : public io::IoHandler,
   void watch_locked(bool maybe_readable) REQUIRES(mu_);
   // Engine thread, mu_ held: receive and watch again unless an application claims the stream.
   void engine_receive_locked() REQUIRES(mu_);
+  // Reception waits for a receive (StreamReceiver's `waiting`): no watch until it resumes, on
+  // the engine thread, when a receive is posted or the QP's wait limit has passed (then the
+  // engine sends the Terminate for no buffer).
+  void wait_for_receive_locked() REQUIRES(mu_, qp_->mutex());
+  void resume_receiving(bool limit_passed);
   void schedule_handback_locked() REQUIRES(mu_);
   // Initiator only: the watch for a silent peer (silent_peer.h).
   void check_silent_peer(int round);
@@ -109,6 +115,8 @@ class Stream final : public io::IoHandler,
   PollHandoff handoff_;
 
   bool watching_ GUARDED_BY(mu_) = false;             // a readiness watch is armed
+  bool rx_waiting_ GUARDED_BY(mu_) = false;           // reception waits for a receive
+  std::uint64_t wait_timer_ GUARDED_BY(mu_) = 0;      // its limit
   std::uint64_t handback_timer_ GUARDED_BY(mu_) = 0;  // pending hand-back check
   int handback_checks_ GUARDED_BY(mu_) = 0;           // checks in this hand-off period
   PollSourceRegistration poll_sources_ GUARDED_BY(mu_);

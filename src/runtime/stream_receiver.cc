@@ -1,5 +1,6 @@
 #include "runtime/stream_receiver.h"
 
+#include <algorithm>
 #include <cerrno>
 
 namespace uwarp::runtime {
@@ -35,6 +36,14 @@ bool StreamReceiver::receive_direct(verbs::QueuePair& qp, RdmapDriver& rdmap, lo
 
 StreamReceiver::Outcome StreamReceiver::receive(verbs::QueuePair& qp, RdmapDriver& rdmap) {
   Outcome out;
+  if (holding() && !rdmap.rx_waiting()) {
+    out.progress = true;  // the held bytes go in now
+    feed(qp, rdmap, held_from_, held_to_);
+  }
+  if (holding() || rdmap.rx_waiting()) {
+    out.waiting = true;
+    return out;
+  }
   long status = 1;
   for (int round = 0; round < kRxRounds; ++round) {
     if (rdmap.rx_open(qp)) out.progress |= receive_direct(qp, rdmap, status);
@@ -47,7 +56,10 @@ StreamReceiver::Outcome StreamReceiver::receive(verbs::QueuePair& qp, RdmapDrive
       }
       if (status > 0) {
         out.progress = true;
-        if (!feed_bounce(qp, rdmap, static_cast<std::size_t>(status), want)) return out;
+        if (!feed_bounce(qp, rdmap, static_cast<std::size_t>(status), want)) {
+          out.waiting = holding();
+          return out;
+        }
         continue;
       }
     }
@@ -64,14 +76,31 @@ StreamReceiver::Outcome StreamReceiver::receive(verbs::QueuePair& qp, RdmapDrive
 bool StreamReceiver::feed_bounce(verbs::QueuePair& qp, RdmapDriver& rdmap, std::size_t n,
                                  std::size_t want) {
   bytes_ += n;
-  // After a Terminate (either way) incoming bytes are read and dropped until the peer closes.
-  if (rdmap.rx_open(qp)) rdmap.feed(qp, ConstByteSpan(bounce_.data(), n));
+  if (!feed(qp, rdmap, 0, n)) return false;
   if (n == bounce_.size() && bounce_.size() < kBounceSize) {
     bounce_.resize(bounce_.size() * 2);  // no receive into it is in flight (the caller's locks)
   }
   // A short read emptied the socket (io::IoBackend::watch_readable): no receive that would only
   // say EAGAIN.
   return n >= want;
+}
+
+bool StreamReceiver::feed(verbs::QueuePair& qp, RdmapDriver& rdmap, std::size_t from,
+                          std::size_t to) {
+  // After a Terminate (either way) incoming bytes are read and dropped until the peer closes.
+  const std::size_t used =
+      rdmap.rx_open(qp) ? rdmap.feed(qp, ConstByteSpan(bounce_.data() + from, to - from)) : to - from;
+  held_from_ = from + used;
+  held_to_ = to;
+  if (holding() && rdmap.rx_waiting()) return false;
+  held_from_ = held_to_ = 0;
+  return true;
+}
+
+bool StreamReceiver::feed_early(verbs::QueuePair& qp, RdmapDriver& rdmap, ConstByteSpan bytes) {
+  if (bounce_.size() < bytes.size()) bounce_.resize(bytes.size());
+  std::copy(bytes.begin(), bytes.end(), bounce_.begin());
+  return !feed(qp, rdmap, 0, bytes.size());
 }
 
 ByteSpan StreamReceiver::watch_buffer() {
@@ -96,6 +125,7 @@ StreamReceiver::Outcome StreamReceiver::take_watched(verbs::QueuePair& qp, Rdmap
     return out;
   }
   out.more = feed_bounce(qp, rdmap, static_cast<std::size_t>(received), watch_want_);
+  out.waiting = holding();
   return out;
 }
 

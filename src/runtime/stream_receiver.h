@@ -5,7 +5,9 @@
 // Contract with the backend (io::IoBackend::watch_readable): after each readiness report it
 // receives until the socket is empty (EAGAIN, or a short read) or a bound (then it reports
 // `more`, and the stream watches with maybe_readable). -EBUSY (a watch's own receive has the
-// next bytes) counts as empty.
+// next bytes) counts as empty. While the engine waits for a receive (`waiting`) it holds the
+// bytes the engine did not take, in the bounce buffer, and receives nothing: the stream must
+// not watch (a watch would receive into that buffer); once resumed, receive() feeds them first.
 //
 // Lock: the stream mutex and the QP lock, held by the caller for every call (the thread is
 // whichever holds them: the engine thread or a polling application thread).
@@ -30,11 +32,15 @@ class StreamReceiver {
     bool more = false;      // stopped at the bound, not at an empty socket: receive again soon
     bool ended = false;     // the stream ended: `status` is 0 (the peer closed) or -errno
     long status = 0;
+    // Reception waits for a receive (RdmapDriver::rx_waiting): the bytes the engine did not take
+    // are held here, and nothing more is received until it resumes.
+    bool waiting = false;
   };
 
   StreamReceiver(io::IoBackend& backend, int fd);
 
-  // Receives until the socket is empty, the stream ends, or kRxRounds receives.
+  // Feeds the bytes held first, then receives until the socket is empty, the stream ends,
+  // reception waits, or kRxRounds receives.
   Outcome receive(verbs::QueuePair& qp, RdmapDriver& rdmap) REQUIRES(qp.mutex());
   // The buffer a watch may receive into (see io::IoBackend::watch_readable), or an empty span
   // when the next bytes are a large payload (this receiver places those itself, one copy).
@@ -42,6 +48,10 @@ class StreamReceiver {
   // What the backend received into watch_buffer() for the watch: fed to the engine. `more`: the
   // receive was not short, so the socket may hold more.
   Outcome take_watched(verbs::QueuePair& qp, RdmapDriver& rdmap, long received)
+      REQUIRES(qp.mutex());
+  // Bytes that came with the MPA exchange, before the stream started: fed (held if the engine
+  // waits for a receive). True if it waits.
+  bool feed_early(verbs::QueuePair& qp, RdmapDriver& rdmap, ConstByteSpan bytes)
       REQUIRES(qp.mutex());
   // Looks at the engine after its bytes were handled: is a large placement target next?
   void note_direct_target(verbs::QueuePair& qp, RdmapDriver& rdmap) REQUIRES(qp.mutex());
@@ -65,9 +75,14 @@ class StreamReceiver {
   // Receives straight into the placement target while one is pending and large.
   bool receive_direct(verbs::QueuePair& qp, RdmapDriver& rdmap, long& status) REQUIRES(qp.mutex());
   // Feeds n bytes received into the bounce buffer by a receive that asked for `want`; false if
-  // the receive was short (the socket is empty).
+  // the receive was short (the socket is empty) or the engine began to wait (the rest is held).
   bool feed_bounce(verbs::QueuePair& qp, RdmapDriver& rdmap, std::size_t n, std::size_t want)
       REQUIRES(qp.mutex());
+  // Feeds bounce_[from, to) (after a Terminate the engine drops them); what it did not take
+  // because it waits for a receive is held. False if it waits.
+  bool feed(verbs::QueuePair& qp, RdmapDriver& rdmap, std::size_t from, std::size_t to)
+      REQUIRES(qp.mutex());
+  bool holding() const { return held_from_ < held_to_; }
   // How much the next receive into the bounce buffer asks for.
   std::size_t next_bounce_want();
 
@@ -77,6 +92,8 @@ class StreamReceiver {
   bool large_payloads_ = false;  // the last receive placed a large payload directly
   bool direct_pending_ = false;  // when last looked, a large placement target waited
   std::size_t watch_want_ = 0;   // how many bytes the watch's receive asks for
+  std::size_t held_from_ = 0;    // bounce_[held_from_, held_to_): received, not yet taken
+  std::size_t held_to_ = 0;
   std::uint64_t bytes_ = 0;
 };
 

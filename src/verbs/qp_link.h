@@ -27,7 +27,8 @@ struct TxRequests {
 };
 
 // The runtime's side of an attached stream. The QP calls it with its own lock held
-// (qp.mutex()), from the application's calls only (post_send, modify_state, a deregistration),
+// (qp.mutex()), from the application's calls only (post_send, post_recv, modify_state, a
+// deregistration),
 // never from inside a call the stream makes into the QP; so the stream is never re-entered.
 // Must not block.
 class QpLink {
@@ -39,6 +40,9 @@ class QpLink {
   // touches it no more; if its engine or its queued bytes were using it, or `qp_in_use` (the
   // QP's own resolved memory is), the connection fails with a Terminate (RdmapEngine::revoke).
   virtual void revoke(QueuePair& qp, ConstByteSpan memory, bool qp_in_use) = 0;
+  // Reception waits for a receive (verbs/receive_wait.h), and the application posted one: the
+  // stream resumes reception (on its own thread: it must not block here).
+  virtual void receive_posted(QueuePair& qp) = 0;
 };
 
 }  // namespace uwarp::verbs

@@ -134,13 +134,19 @@ Status QueuePair::post_recv(const RecvWr& wr) {
     reporter_.recv_failed(wr.wr_id, WcStatus::kWrFlushError);
     return Status::ok();
   }
-  return rq_->post(wr);
+  Status s = rq_->post(wr);
+  // Reception waits for this receive: the stream resumes it.
+  if (s && receive_wait_.receive_posted() && binding_.link() != nullptr) {
+    binding_.link()->receive_posted(*this);
+  }
+  return s;
 }
 
 void QueuePair::attach_link_locked(QpLink* link, const LinkParams& p) {
   // A new stream (with a new engine): its receive starts afresh, also for a QP used before and
   // taken back through RESET.
   receive_.reset();
+  receive_wait_.reset();
   binding_.attach(link, p);
   state_ = QpState::kRts;
 }

@@ -12,6 +12,7 @@
 // to the CQs under the lock.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -37,6 +38,7 @@
 #include "verbs/qp_reporter.h"
 #include "verbs/qp_state.h"
 #include "verbs/receive_queue.h"
+#include "verbs/receive_wait.h"
 #include "verbs/remote_terminate.h"
 #include "verbs/send_queue.h"
 
@@ -72,6 +74,11 @@ class QueuePair final {
     MutexLock lock(mu_);
     return binding_.ord();
   }
+  // How long a message that finds no posted receive waits for one (verbs/receive_wait.h).
+  void set_receive_wait(std::chrono::milliseconds limit) {
+    MutexLock lock(mu_);
+    receive_wait_.set_limit(limit);
+  }
   // The application deregisters the region `memory` (verbs/revocation.h): once this returns, no
   // access of this QP reaches it; one in progress fails the QP with a Terminate.
   void revoke(ConstByteSpan memory);
@@ -102,6 +109,12 @@ class QueuePair final {
   TxRequests take_tx_requests_locked() REQUIRES(mu_) { return binding_.take_requests(); }
   // Responder in peer-to-peer mode: the peer's RTR has arrived since the last call.
   bool take_rtr_received_locked() REQUIRES(mu_) { return binding_.take_rtr_received(); }
+  // Reception waits for a receive (QpLink::receive_posted ends the wait): for at most this long;
+  // then the stream calls receive_wait_expired_locked and resumes, and the engine terminates.
+  std::chrono::milliseconds receive_wait_limit_locked() const REQUIRES(mu_) {
+    return receive_wait_.limit();
+  }
+  void receive_wait_expired_locked() REQUIRES(mu_) { receive_wait_.expire(); }
 
   // The stream ended: graceful (EOF at an FPDU boundary after a disconnect) or not.
   void link_lost_locked(bool graceful, const std::string& why) REQUIRES(mu_);
@@ -129,6 +142,7 @@ class QueuePair final {
   ReceiveQueue* rq_;
 
   LinkBinding binding_ GUARDED_BY(mu_);  // the stream of the connection, while bound
+  ReceiveWait receive_wait_ GUARDED_BY(mu_);
 
   // The pieces the engine reaches through the port (they refer to the members above).
   MemoryProtection protection_ GUARDED_BY(mu_);

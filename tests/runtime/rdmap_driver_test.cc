@@ -25,9 +25,11 @@ class CountingLink final : public verbs::QpLink {
     ++revokes;
     if (rdmap != nullptr) rdmap->revoke(qp, memory, qp_in_use);
   }
+  void receive_posted(verbs::QueuePair&) override { ++receives_posted; }
   RdmapDriver* rdmap = nullptr;
   int doorbells = 0;
   int revokes = 0;
+  int receives_posted = 0;
 };
 
 class RdmapDriverTest : public ::testing::Test {

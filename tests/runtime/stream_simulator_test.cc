@@ -49,6 +49,7 @@ constexpr int kMaxSteps = 2'000'000;
 class FakeLink final : public QpLink {
  public:
   void doorbell(QueuePair&) override { ++doorbells; }
+  void receive_posted(QueuePair&) override { ++receives_posted; }
   // As runtime::Stream::revoke.
   void revoke(QueuePair& q, ConstByteSpan memory, bool qp_in_use) override
       REQUIRES(q.mutex()) {
@@ -73,6 +74,7 @@ class FakeLink final : public QpLink {
   runtime::RdmapDriver* rdmap = nullptr;
   proto::TxBatch* batch = nullptr;
   int doorbells = 0;
+  int receives_posted = 0;  // while reception waited for one
 
  private:
   int abandon_calls_ = 0;

@@ -55,6 +55,7 @@ class RecordingLink final : public QpLink {
  public:
   void doorbell(QueuePair&) override {}
   void revoke(QueuePair&, ConstByteSpan memory, bool) override { revoked.push_back(memory); }
+  void receive_posted(QueuePair&) override {}
   std::vector<ConstByteSpan> revoked;
 };
 

@@ -1,0 +1,190 @@
+// Receiver not ready (docs/receiver-not-ready.md) between two uwarp QPs over loopback: with a
+// receive wait set, Sends and Immediate Data messages that find no posted receive hold the
+// server's reception until the application posts one, and arrive whole and in order; a wait
+// that runs out ends in the Terminate for no buffer; without a wait the Terminate comes at once.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cstdint>
+#include <cstring>
+#include <thread>
+#include <vector>
+
+#include "support/connected_pair.h"
+#include "uwarp/uwarp.h"
+
+namespace uwarp::testing {
+namespace {
+
+using std::chrono::milliseconds;
+
+ConnectedPair::Options wait_pair(bool crc) {
+  ConnectedPair::Options o;
+  o.buffer_size = 8 << 20;
+  o.client_params.crc = crc;
+  return o;
+}
+
+// The client sends `length` bytes at `offset` of its buffer (signaled, wr_id `id`).
+void post_send(Side& c, std::size_t offset, std::uint32_t length, std::uint64_t id,
+               WrOpcode op = WrOpcode::kSend) {
+  Sge s = c.mr.sge(offset, length);
+  SendWr wr;
+  wr.wr_id = id;
+  wr.opcode = op;
+  wr.sg_list = {&s, 1};
+  ASSERT_TRUE(c.qp.post_send(wr));
+}
+
+void post_recv(Side& s, std::size_t offset, std::uint32_t length, std::uint64_t id) {
+  Sge r = s.mr.sge(offset, length);
+  ASSERT_TRUE(s.qp.post_recv({id, {&r, 1}}));
+}
+
+class ReceiveWaitTest : public ::testing::TestWithParam<bool> {};
+
+// Messages of every size, from one byte to several times the bounce buffer (placed straight
+// into the receive), wait in turn for receives posted one at a time, later.
+TEST_P(ReceiveWaitTest, SendsWithoutAReceiveWaitAndArriveWholeInOrder) {
+  ConnectedPair p(wait_pair(GetParam()));
+  ASSERT_TRUE(p.connected);
+  Side& c = *p.client;
+  Side& s = *p.server;
+  s.qp.set_receive_wait(QueuePair::kWaitForever);
+  const std::vector<std::uint32_t> sizes = {1, 100, 4096, 70000, 1 << 20, 3, 200000};
+  std::size_t at = 0;
+  std::vector<std::size_t> offsets;
+  for (std::size_t i = 0; i < sizes.size(); ++i) {
+    const auto data = pattern(sizes[i], static_cast<std::uint32_t>(i + 1));
+    std::memcpy(c.buf.data() + at, data.data(), data.size());
+    offsets.push_back(at);
+    post_send(c, at, sizes[i], i + 1);
+    at += sizes[i];
+  }
+  std::this_thread::sleep_for(milliseconds(200));
+  EXPECT_EQ(s.qp.state(), QpState::kRts) << "the first Send found no receive and did not wait";
+  WorkCompletion wc;
+  EXPECT_EQ(s.cq.poll({&wc, 1}), 0u);
+  std::size_t rat = 0;
+  for (std::size_t i = 0; i < sizes.size(); ++i) {
+    post_recv(s, rat, sizes[i], 100 + i);
+    auto got = wait_wc(s.cq);
+    ASSERT_TRUE(got) << "message " << i;
+    EXPECT_EQ(got->status, WcStatus::kSuccess) << to_string(got->status);
+    EXPECT_EQ(got->wr_id, 100 + i);
+    EXPECT_EQ(got->byte_len, sizes[i]);
+    EXPECT_EQ(std::memcmp(s.buf.data() + rat, c.buf.data() + offsets[i], sizes[i]), 0)
+        << "message " << i;
+    rat += sizes[i];
+    if (i % 2 == 0) std::this_thread::sleep_for(milliseconds(20));
+  }
+  for (std::size_t i = 0; i < sizes.size(); ++i) {
+    auto sent = wait_wc(c.cq);
+    ASSERT_TRUE(sent);
+    EXPECT_EQ(sent->status, WcStatus::kSuccess) << to_string(sent->status);
+  }
+  EXPECT_EQ(c.qp.state(), QpState::kRts);
+  EXPECT_EQ(s.qp.state(), QpState::kRts);
+}
+
+// A Write behind a waiting Send is not placed before it: the stream is held as a whole.
+TEST_P(ReceiveWaitTest, AWriteBehindAWaitingSendWaitsWithIt) {
+  ConnectedPair p(wait_pair(GetParam()));
+  ASSERT_TRUE(p.connected);
+  Side& c = *p.client;
+  Side& s = *p.server;
+  s.qp.set_receive_wait(milliseconds(10000));
+  post_send(c, 0, 64, 1);
+  c.buf[4096] = 0xAB;
+  Sge w = c.mr.sge(4096, 1);
+  SendWr wr;
+  wr.wr_id = 2;
+  wr.opcode = WrOpcode::kRdmaWrite;
+  wr.sg_list = {&w, 1};
+  wr.remote_addr = reinterpret_cast<std::uintptr_t>(s.buf.data()) + 8192;
+  wr.rkey = s.mr.rkey();
+  ASSERT_TRUE(c.qp.post_send(wr));
+  std::this_thread::sleep_for(milliseconds(150));
+  EXPECT_EQ(s.buf[8192], 0) << "the Write overtook the Send that waits";
+  post_recv(s, 0, 64, 7);
+  auto got = wait_wc(s.cq);
+  ASSERT_TRUE(got);
+  EXPECT_EQ(got->status, WcStatus::kSuccess) << to_string(got->status);
+  for (int i = 0; i < 2; ++i) {
+    auto sent = wait_wc(c.cq);
+    ASSERT_TRUE(sent);
+    EXPECT_EQ(sent->status, WcStatus::kSuccess) << to_string(sent->status);
+  }
+  EXPECT_EQ(s.buf[8192], 0xAB);
+}
+
+// An RDMA Write with Immediate takes a receive too: its Immediate Data message waits.
+TEST_P(ReceiveWaitTest, ImmediateDataWaitsForAReceive) {
+  ConnectedPair p(wait_pair(GetParam()));
+  ASSERT_TRUE(p.connected);
+  Side& c = *p.client;
+  Side& s = *p.server;
+  s.qp.set_receive_wait(QueuePair::kWaitForever);
+  Sge w = c.mr.sge(0, 32);
+  SendWr wr;
+  wr.wr_id = 3;
+  wr.opcode = WrOpcode::kRdmaWriteWithImm;
+  wr.sg_list = {&w, 1};
+  wr.remote_addr = reinterpret_cast<std::uintptr_t>(s.buf.data());
+  wr.rkey = s.mr.rkey();
+  wr.imm_data = 0x1234ABCD;
+  ASSERT_TRUE(c.qp.post_send(wr));
+  std::this_thread::sleep_for(milliseconds(100));
+  EXPECT_EQ(s.qp.state(), QpState::kRts);
+  post_recv(s, 4096, 16, 9);
+  auto got = wait_wc(s.cq);
+  ASSERT_TRUE(got);
+  EXPECT_EQ(got->status, WcStatus::kSuccess) << to_string(got->status);
+  EXPECT_EQ(got->opcode, WcOpcode::kRecvRdmaWithImm);
+  EXPECT_EQ(got->imm_data, 0x1234ABCDu);
+  EXPECT_EQ(got->byte_len, 32u);
+}
+
+// The limit passes with no receive posted: the Terminate for no buffer (DDP / 2 / 0x02), no
+// sooner than the limit, and both QPs end in ERROR.
+TEST_P(ReceiveWaitTest, AWaitThatRunsOutEndsInTheTerminateForNoBuffer) {
+  ConnectedPair p(wait_pair(GetParam()));
+  ASSERT_TRUE(p.connected);
+  Side& c = *p.client;
+  Side& s = *p.server;
+  s.qp.set_receive_wait(milliseconds(300));
+  const auto start = std::chrono::steady_clock::now();
+  post_send(c, 0, 64, 1);
+  auto sent = wait_wc(c.cq);
+  ASSERT_TRUE(sent);
+  EXPECT_EQ(sent->status, WcStatus::kSuccess) << "the Send went to TCP";
+  const auto deadline = start + std::chrono::seconds(10);
+  while (s.qp.state() != QpState::kError && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(milliseconds(5));
+  }
+  EXPECT_EQ(s.qp.state(), QpState::kError);
+  EXPECT_GE(std::chrono::steady_clock::now() - start, milliseconds(300));
+  auto ev = p.context().get_async_event(5000);
+  ASSERT_TRUE(ev);
+  EXPECT_NE(ev->detail.find("Terminate DDP/2/0x02"), std::string::npos) << ev->detail;
+}
+
+// Without a wait (the default) nothing changes: the Terminate comes at once.
+TEST_P(ReceiveWaitTest, WithoutAWaitTheTerminateComesAtOnce) {
+  ConnectedPair p(wait_pair(GetParam()));
+  ASSERT_TRUE(p.connected);
+  post_send(*p.client, 0, 64, 1);
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (p.server->qp.state() != QpState::kError && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(milliseconds(1));
+  }
+  EXPECT_EQ(p.server->qp.state(), QpState::kError);
+}
+
+INSTANTIATE_TEST_SUITE_P(Crc, ReceiveWaitTest, ::testing::Values(false, true),
+                         [](const ::testing::TestParamInfo<bool>& i) {
+                           return i.param ? "crc" : "nocrc";
+                         });
+
+}  // namespace
+}  // namespace uwarp::testing
