@@ -6,6 +6,7 @@
 
 #include "api/impl.h"
 #include "common/objects.h"
+#include "common/receive_wait.h"
 
 namespace uwarp::ofa {
 namespace {
@@ -48,6 +49,14 @@ QueuePair* qp_of(ibv_qp* qp) noexcept {
 }
 SharedReceiveQueue* srq_of(ibv_srq* srq) noexcept {
   return srq != nullptr ? &OfaSrq::from(srq)->core : nullptr;
+}
+
+void set_rnr_retry(ibv_qp* qp, std::uint8_t rnr_retry) noexcept {
+  if (qp == nullptr) return;
+  OfaQp& q = *OfaQp::from(qp);
+  MutexLock lock(q.attr_mu);
+  q.attr.rnr_retry = rnr_retry;
+  q.core.set_receive_wait(receive_wait_for(rnr_retry, q.attr.min_rnr_timer));
 }
 
 bool qp_has_connection(ibv_qp* qp) noexcept {

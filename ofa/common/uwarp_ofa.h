@@ -37,7 +37,7 @@ namespace uwarp::ofa {
 
 // Bumped when a declaration here changes incompatibly (both libraries are built together; this
 // catches a stale one on LD_LIBRARY_PATH).
-inline constexpr int kBridgeVersion = 1;
+inline constexpr int kBridgeVersion = 2;
 UWARP_OFA_BRIDGE int bridge_version() noexcept;
 
 // The uwarp objects behind verbs objects. The Context is the one librdmacm gives to its
@@ -64,6 +64,10 @@ UWARP_OFA_BRIDGE Result<Connection> connect_qp(EventChannel& channel, ibv_qp* qp
 // arrived). Same ownership rules as connect_qp.
 UWARP_OFA_BRIDGE Status accept_qp(Connection& connection, ibv_qp* qp,
                                   const ConnectionParams& params);
+
+// rdma_connect, rdma_accept: the connection's rdma_conn_param.rnr_retry_count becomes the QP's
+// rnr_retry attribute, and with its min_rnr_timer the QP's receive wait (common/receive_wait.h).
+UWARP_OFA_BRIDGE void set_rnr_retry(ibv_qp* qp, std::uint8_t rnr_retry) noexcept;
 
 // True once connect_qp or accept_qp bound a connection to `qp`.
 UWARP_OFA_BRIDGE bool qp_has_connection(ibv_qp* qp) noexcept;

@@ -38,6 +38,7 @@
 #include "common/boundary.h"
 #include "common/errno_map.h"
 #include "common/objects.h"
+#include "common/receive_wait.h"
 #include "common/uwarp_ofa.h"
 #include "ibverbs/ops.h"
 
@@ -384,6 +385,9 @@ int modify_qp(OfaQp& q, const ibv_qp_attr& attr, int mask) {
   if ((mask & IBV_QP_RETRY_CNT) != 0) a.retry_cnt = attr.retry_cnt;
   if ((mask & IBV_QP_RNR_RETRY) != 0) a.rnr_retry = attr.rnr_retry;
   if ((mask & IBV_QP_MIN_RNR_TIMER) != 0) a.min_rnr_timer = attr.min_rnr_timer;
+  if ((mask & (IBV_QP_RNR_RETRY | IBV_QP_MIN_RNR_TIMER)) != 0) {
+    q.core.set_receive_wait(receive_wait_for(a.rnr_retry, a.min_rnr_timer));
+  }
   if ((mask & IBV_QP_SQ_PSN) != 0) a.sq_psn = attr.sq_psn;
   if ((mask & IBV_QP_RQ_PSN) != 0) a.rq_psn = attr.rq_psn;
   return 0;

@@ -418,6 +418,7 @@ int rdma_connect(rdma_cm_id* id, rdma_conn_param* conn_param) {
     params.private_data = s->connect_data;
     if (conn_param != nullptr) {
       append(params.private_data, conn_param->private_data, conn_param->private_data_len);
+      ofa::set_rnr_retry(id->qp, conn_param->rnr_retry_count);
     }
     {
       uwarp::MutexLock lock(cma_mu);
@@ -466,6 +467,7 @@ int rdma_accept(rdma_cm_id* id, rdma_conn_param* conn_param) {
       params.crc = g.mpa.crc;  // peer-to-peer and the revision follow the request
       if (conn_param != nullptr) {
         append(params.private_data, conn_param->private_data, conn_param->private_data_len);
+        ofa::set_rnr_retry(id->qp, conn_param->rnr_retry_count);
       }
       s->initiator_depth = ord;
       s->responder_resources = ird;

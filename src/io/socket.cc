@@ -5,6 +5,7 @@
 #include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <poll.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -212,6 +213,11 @@ long send_bytes(int fd, ConstByteSpan bytes) {
 }
 
 void shutdown_write(int fd) { ::shutdown(fd, SHUT_WR); }
+
+bool peer_closed(int fd) {
+  pollfd p{fd, POLLRDHUP, 0};
+  return ::poll(&p, 1, 0) == 1 && (p.revents & (POLLRDHUP | POLLHUP | POLLERR)) != 0;
+}
 
 void close_with_reset(Fd fd) {
   if (!fd.valid()) return;

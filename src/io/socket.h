@@ -94,6 +94,9 @@ long recv_some(int fd, ByteSpan into);
 long send_iov(int fd, std::span<const iovec> iov);
 long send_bytes(int fd, ConstByteSpan bytes);
 void shutdown_write(int fd);
+// The peer has closed its side (FIN), or the connection failed (a reset), even with bytes still
+// unread: for a receiver that stopped reading. One poll(2) that does not wait.
+bool peer_closed(int fd);
 // Closes `fd` with a TCP reset (SO_LINGER 0) instead of a FIN: for a connection refused at once,
 // which then leaves no TIME_WAIT behind on this side.
 void close_with_reset(Fd fd);

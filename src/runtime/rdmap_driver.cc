@@ -28,6 +28,7 @@ verbs::TxRequests RdmapDriver::take_requests(verbs::QueuePair& qp) {
 
 void RdmapDriver::apply(const verbs::TxRequests& r) {
   if (r.abandon) engine_.abandon();
+  if (r.abandon && engine_.rx_waiting()) wait_abandoned_ = true;
   pending_.abandon = pending_.abandon || r.abandon;
   pending_.shutdown = pending_.shutdown || r.shutdown;
   pending_.sweep = pending_.sweep || r.sweep;

@@ -17,6 +17,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <utility>
 
 #include "base/bytes.h"
 #include "proto/rdmap_engine.h"
@@ -57,8 +58,14 @@ class RdmapDriver {
   // No FPDU is partly received (an end of stream here is an orderly close).
   bool rx_at_boundary() const { return engine_.rx_at_boundary(); }
   // Reception waits for a receive (verbs/receive_wait.h): feed() takes no byte until
-  // resume_rx(), after which the engine asks the QP again.
-  bool rx_waiting() const { return engine_.rx_waiting(); }
+  // resume_rx(), after which the engine asks the QP again. A QP that stopped receiving (ERROR)
+  // waits no more: its bytes are dropped.
+  bool rx_waiting(const verbs::QueuePair& qp) const REQUIRES(qp.mutex()) {
+    return engine_.rx_waiting() && qp.receiving_locked();
+  }
+  // Reception waited when the QP entered ERROR: true once, for the stream to go on receiving
+  // (and dropping) until the peer closes.
+  bool take_wait_abandoned() { return std::exchange(wait_abandoned_, false); }
   void resume_rx(verbs::QueuePair& qp) REQUIRES(qp.mutex()) {
     collect(qp);
     engine_.resume_rx();
@@ -103,6 +110,7 @@ class RdmapDriver {
 
   proto::RdmapEngine engine_;  // its port is the bound QP
   verbs::TxRequests pending_;  // collected, not yet taken by the transmitter
+  bool wait_abandoned_ = false;
 };
 
 }  // namespace uwarp::runtime

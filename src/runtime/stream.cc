@@ -66,6 +66,7 @@ void Stream::pump_tx_locked(verbs::QueuePair& qp) {
     });
   }
   after_tx_locked(tx_.pump(qp, *rdmap_));
+  if (rdmap_->take_wait_abandoned()) receive_posted(qp);  // the QP failed: receive and drop
 }
 
 void Stream::revoke(verbs::QueuePair& qp, ConstByteSpan memory, bool qp_in_use) {
@@ -79,31 +80,41 @@ void Stream::revoke(verbs::QueuePair& qp, ConstByteSpan memory, bool qp_in_use) 
 void Stream::receive_posted(verbs::QueuePair&) {
   // The QP lock is held and mu_ comes first: the engine thread resumes.
   engine_.post([weak = weak_from_this()] {
-    if (auto self = weak.lock()) self->resume_receiving(false);
+    if (auto self = weak.lock()) self->check_receive_wait(true);
   });
 }
 
 void Stream::wait_for_receive_locked() {
+  if (!rx_waiting_) wait_.begin(Clock::now(), qp_->receive_wait_limit_locked());
   rx_waiting_ = true;
-  const std::chrono::milliseconds limit = qp_->receive_wait_limit_locked();
-  if (wait_timer_ != 0 || limit == verbs::ReceiveWait::kForever) return;
-  wait_timer_ = engine_.add_timer(Clock::now() + limit, [weak = weak_from_this()] {
-    if (auto self = weak.lock()) self->resume_receiving(true);
+  if (wait_timer_ != 0) return;
+  wait_timer_ = engine_.add_timer(wait_.next_look(Clock::now()), [weak = weak_from_this()] {
+    if (auto self = weak.lock()) self->check_receive_wait(false);
   });
 }
 
-void Stream::resume_receiving(bool limit_passed) {
+void Stream::check_receive_wait(bool receive_posted) {
   MutexLock lock(mu_);
-  if (limit_passed) wait_timer_ = 0;
+  if (!receive_posted) wait_timer_ = 0;
   if (qp_ == nullptr || !rx_waiting_) return;
+  {
+    MutexLock qlock(qp_->mutex());
+    // The peer gives up first (it disconnects): as on InfiniBand, the connection ends.
+    if (!receive_posted && io::peer_closed(fd_.get())) {
+      lost_locked(false, "the peer closed the connection while a message waited for a receive");
+      return;
+    }
+    const bool limit_passed = wait_.limit_passed(Clock::now());
+    if (!receive_posted && !limit_passed && qp_->receiving_locked()) {
+      wait_for_receive_locked();  // look again later
+      return;
+    }
+    if (limit_passed) qp_->receive_wait_expired_locked();
+    if (qp_->receiving_locked()) rdmap_->resume_rx(*qp_);
+  }
   if (wait_timer_ != 0) engine_.cancel_timer(wait_timer_);
   wait_timer_ = 0;
   rx_waiting_ = false;
-  {
-    MutexLock qlock(qp_->mutex());
-    if (limit_passed) qp_->receive_wait_expired_locked();
-    rdmap_->resume_rx(*qp_);
-  }
   engine_receive_locked();  // the held bytes first; it waits again or watches
 }
 
@@ -135,6 +146,9 @@ void Stream::arm_close_deadline() {
       MutexLock qlock(self->qp_->mutex());
       shut = self->tx_.write_shut();
     }
+    // Bytes the peer did not take: a reset tells it at once (a FIN would wait behind them, and
+    // a peer that waits for a receive never reads them).
+    self->reset_on_close_ = !shut;
     self->teardown(shut, shut ? "closed (the peer did not close its side in time)"
                               : "closed before the peer took the queued bytes (its window stayed "
                                 "shut)");
@@ -308,7 +322,11 @@ void Stream::teardown(bool graceful, const std::string& why) {
   }
   if (linger_timer_ != 0) engine_.cancel_timer(linger_timer_);
   engine_.backend().detach(fd_.get());
-  fd_.reset();
+  if (reset_on_close_) {
+    io::close_with_reset(std::move(fd_));
+  } else {
+    fd_.reset();
+  }
   if (auto o = observer_.lock()) o->stream_closed(graceful, why);
   observer_.reset();
 }

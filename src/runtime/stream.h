@@ -32,6 +32,7 @@
 #include "runtime/stream_observer.h"
 #include "runtime/stream_receiver.h"
 #include "runtime/transmitter.h"
+#include "runtime/wait_clock.h"
 #include "verbs/queue_pair.h"
 
 namespace uwarp::runtime {
@@ -93,10 +94,11 @@ class Stream final : public io::IoHandler,
   // Engine thread, mu_ held: receive and watch again unless an application claims the stream.
   void engine_receive_locked() REQUIRES(mu_);
   // Reception waits for a receive (StreamReceiver's `waiting`): no watch until it resumes, on
-  // the engine thread, when a receive is posted or the QP's wait limit has passed (then the
-  // engine sends the Terminate for no buffer).
+  // the engine thread, when a receive is posted, the QP stops receiving (its bytes are then
+  // dropped) or the QP's wait limit passes (then the engine sends the Terminate for no buffer).
+  // Meanwhile it looks at the socket now and then: a peer that closes ends the stream.
   void wait_for_receive_locked() REQUIRES(mu_, qp_->mutex());
-  void resume_receiving(bool limit_passed);
+  void check_receive_wait(bool receive_posted);
   void schedule_handback_locked() REQUIRES(mu_);
   // Initiator only: the watch for a silent peer (silent_peer.h).
   void check_silent_peer(int round);
@@ -116,12 +118,14 @@ class Stream final : public io::IoHandler,
 
   bool watching_ GUARDED_BY(mu_) = false;             // a readiness watch is armed
   bool rx_waiting_ GUARDED_BY(mu_) = false;           // reception waits for a receive
-  std::uint64_t wait_timer_ GUARDED_BY(mu_) = 0;      // its limit
+  WaitClock wait_ GUARDED_BY(mu_);                    // since when, until when
+  std::uint64_t wait_timer_ GUARDED_BY(mu_) = 0;      // its next check
   std::uint64_t handback_timer_ GUARDED_BY(mu_) = 0;  // pending hand-back check
   int handback_checks_ GUARDED_BY(mu_) = 0;           // checks in this hand-off period
   PollSourceRegistration poll_sources_ GUARDED_BY(mu_);
   bool counted_ GUARDED_BY(mu_) = false;  // counted in the engine's streams (send budget)
   bool torn_down_ = false;
+  bool reset_on_close_ = false;  // the close deadline passed with bytes unsent
   std::uint64_t linger_timer_ = 0;
 };
 

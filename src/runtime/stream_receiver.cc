@@ -36,11 +36,11 @@ bool StreamReceiver::receive_direct(verbs::QueuePair& qp, RdmapDriver& rdmap, lo
 
 StreamReceiver::Outcome StreamReceiver::receive(verbs::QueuePair& qp, RdmapDriver& rdmap) {
   Outcome out;
-  if (holding() && !rdmap.rx_waiting()) {
+  if (holding() && !rdmap.rx_waiting(qp)) {
     out.progress = true;  // the held bytes go in now
     feed(qp, rdmap, held_from_, held_to_);
   }
-  if (holding() || rdmap.rx_waiting()) {
+  if (holding() || rdmap.rx_waiting(qp)) {
     out.waiting = true;
     return out;
   }
@@ -92,7 +92,7 @@ bool StreamReceiver::feed(verbs::QueuePair& qp, RdmapDriver& rdmap, std::size_t 
       rdmap.rx_open(qp) ? rdmap.feed(qp, ConstByteSpan(bounce_.data() + from, to - from)) : to - from;
   held_from_ = from + used;
   held_to_ = to;
-  if (holding() && rdmap.rx_waiting()) return false;
+  if (holding() && rdmap.rx_waiting(qp)) return false;
   held_from_ = held_to_ = 0;
   return true;
 }

@@ -500,12 +500,12 @@ unsupported_pair() {
 # from RDMA CM: Event rejected"). That failure alone is retried, at most 3 attempts, saying so;
 # a retry delays the client's rdma_resolve_addr by 500 ms (tests/interop/connect_delay.c), since
 # in a sanitizer build under load the client won the race three times in a row.
-# rc_compare_swap_mr and rc_fetch_add_mr are RFC 7306 atomics (docs/atomics.md).
-# Not run: rc_bw, rc_bi_bw and rc_rdma_write_bw (RDMA Writes with Immediate), whose sender keeps 1,024 messages
-# in flight that each take a receive the server reposts only as it polls: once the sender runs
-# ahead, the server answers with a Terminate (no receive posted), the sender sees "Remote
-# invalid request" (4 of 30 rc_rdma_write_bw runs on loopback). They need receiver-not-ready
-# retry, which iWARP does not have on the wire.
+# rc_compare_swap_mr and rc_fetch_add_mr are RFC 7306 atomics (docs/atomics.md). rc_bw, rc_bi_bw
+# and rc_rdma_write_bw keep 1,024 messages in flight that each take a receive the server reposts
+# only as it polls: they run because qperf asks for RNR retries (rnr_retry_count 7), which uwarp
+# turns into a receiver that waits for its receives (docs/receiver-not-ready.md); at the end of
+# rc_bi_bw the waiting side learns of the disconnect from the reset that ends the peer's close
+# deadline (3 s).
 group_qperf() {
   need qperf
   local port=21301 t name attempt rc delay=()
@@ -513,8 +513,8 @@ group_qperf() {
   shim="$(dirname "$run")/libinterop_connect_delay.so"
   server qperf 240 qperf -lp "$port"
   wait_listen "$port" || fail "qperf: the server does not listen on port $port"
-  for t in rc_lat rc_rdma_read_lat rc_rdma_read_bw rc_rdma_write_lat rc_rdma_write_poll_lat \
-           rc_compare_swap_mr rc_fetch_add_mr; do
+  for t in rc_lat rc_bw rc_bi_bw rc_rdma_read_lat rc_rdma_read_bw rc_rdma_write_lat \
+           rc_rdma_write_bw rc_rdma_write_poll_lat rc_compare_swap_mr rc_fetch_add_mr; do
     name="qperf_$t"
     delay=()
     for attempt in 1 2 3; do
