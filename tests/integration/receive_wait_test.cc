@@ -87,7 +87,8 @@ TEST_P(ReceiveWaitTest, SendsWithoutAReceiveWaitAndArriveWholeInOrder) {
   EXPECT_EQ(s.qp.state(), QpState::kRts);
 }
 
-// A Write behind a waiting Send is not placed before it: the stream is held as a whole.
+// A Write behind a waiting Send is not placed before it: the stream is held as a whole. (A
+// second Send behind the Write tells the server that the Write has been placed.)
 TEST_P(ReceiveWaitTest, AWriteBehindAWaitingSendWaitsWithIt) {
   ConnectedPair p(wait_pair(GetParam()));
   ASSERT_TRUE(p.connected);
@@ -104,18 +105,22 @@ TEST_P(ReceiveWaitTest, AWriteBehindAWaitingSendWaitsWithIt) {
   wr.remote_addr = reinterpret_cast<std::uintptr_t>(s.buf.data()) + 8192;
   wr.rkey = s.mr.rkey();
   ASSERT_TRUE(c.qp.post_send(wr));
+  post_send(c, 0, 64, 3);
   std::this_thread::sleep_for(milliseconds(150));
   EXPECT_EQ(s.buf[8192], 0) << "the Write overtook the Send that waits";
-  post_recv(s, 0, 64, 7);
-  auto got = wait_wc(s.cq);
-  ASSERT_TRUE(got);
-  EXPECT_EQ(got->status, WcStatus::kSuccess) << to_string(got->status);
-  for (int i = 0; i < 2; ++i) {
+  for (std::uint64_t id = 7; id <= 8; ++id) {
+    post_recv(s, 0, 64, id);
+    auto got = wait_wc(s.cq);
+    ASSERT_TRUE(got);
+    EXPECT_EQ(got->status, WcStatus::kSuccess) << to_string(got->status);
+    EXPECT_EQ(got->wr_id, id);
+  }
+  EXPECT_EQ(s.buf[8192], 0xAB);
+  for (int i = 0; i < 3; ++i) {
     auto sent = wait_wc(c.cq);
     ASSERT_TRUE(sent);
     EXPECT_EQ(sent->status, WcStatus::kSuccess) << to_string(sent->status);
   }
-  EXPECT_EQ(s.buf[8192], 0xAB);
 }
 
 // An RDMA Write with Immediate takes a receive too: its Immediate Data message waits.
