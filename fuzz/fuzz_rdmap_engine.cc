@@ -151,11 +151,11 @@ class Port final : public proto::RdmapPort {
     if (r.kind == proto::OutboundRequest::Kind::kImmediate) r.length = 0;
     if (r.kind == proto::OutboundRequest::Kind::kAtomic) {
       r.length = 8;
-      r.atomic_opcode = in.ConsumeIntegralInRange<std::uint8_t>(0, 3);
-      r.add_swap_data = in.ConsumeIntegral<std::uint64_t>();
-      r.add_swap_mask = in.ConsumeIntegral<std::uint64_t>();
-      r.compare_data = in.ConsumeIntegral<std::uint64_t>();
-      r.compare_mask = in.ConsumeIntegral<std::uint64_t>();
+      r.atomic.opcode = in.ConsumeIntegralInRange<std::uint8_t>(0, 3);
+      r.atomic.add_swap_data = in.ConsumeIntegral<std::uint64_t>();
+      r.atomic.add_swap_mask = in.ConsumeIntegral<std::uint64_t>();
+      r.atomic.compare_data = in.ConsumeIntegral<std::uint64_t>();
+      r.atomic.compare_mask = in.ConsumeIntegral<std::uint64_t>();
     }
     posted_.push_back(r);
   }

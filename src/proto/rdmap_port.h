@@ -14,6 +14,7 @@
 #include "uwarp/expected.h"
 #include "wire/quantities.h"
 #include "wire/rdmap.h"
+#include "wire/rdmap_ext.h"
 
 namespace uwarp::proto {
 
@@ -38,12 +39,9 @@ struct OutboundRequest {
   wire::Stag sink_stag;              // Read: the local sink advertised to the peer
   wire::TaggedOffset sink_offset;
   std::uint64_t immediate = 0;       // kWriteImmediate, kImmediate: the eight bytes, big-endian
-  // kAtomic: the operation (wire::AtomicOpcode) and its operands, masks included.
-  std::uint8_t atomic_opcode = 0;
-  std::uint64_t add_swap_data = 0;
-  std::uint64_t add_swap_mask = 0;
-  std::uint64_t compare_data = 0;
-  std::uint64_t compare_mask = 0;
+  // kAtomic: the operation and its operands, masks included (the transmitter fills in the
+  // request's identifier and target from seq and remote_stag / remote_offset).
+  wire::AtomicRequest atomic;
 };
 
 // What the engine needs of the verbs layer. Called from inside the engine's calls, on the

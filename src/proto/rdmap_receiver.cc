@@ -235,8 +235,7 @@ std::optional<wire::TerminateCode> RdmapReceiver::end_read_request(ConstByteSpan
   ++expected_msn_[wire::kQueueReadRequest];
   auto rr = wire::decode_read_request(buffered);
   if (!rr) return term::kRdmapUnspecified;  // length was checked in the header; defensive
-  if (reads_in_progress_ >= ird_) return term::kRdmapCatastrophicStream;
-  ++reads_in_progress_;
+  if (auto beyond = take_ird_slot()) return beyond;
   return delegate_.read_request(*rr);
 }
 
@@ -246,8 +245,7 @@ std::optional<wire::TerminateCode> RdmapReceiver::end_atomic_request(ConstByteSp
   ++expected_msn_[wire::kQueueReadRequest];
   auto request = wire::decode_atomic_request(buffered);
   if (!request) return term::kRdmapUnspecified;  // length was checked in the header; defensive
-  if (reads_in_progress_ >= ird_) return term::kRdmapCatastrophicStream;
-  ++reads_in_progress_;
+  if (auto beyond = take_ird_slot()) return beyond;
   return delegate_.atomic_request(*request);
 }
 

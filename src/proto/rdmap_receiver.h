@@ -109,6 +109,13 @@ class RdmapReceiver final : public FpduSink {
   std::optional<wire::TerminateCode> end_atomic_request(ConstByteSpan buffered);
   std::optional<wire::TerminateCode> end_atomic_response(ConstByteSpan buffered);
   void end_terminate(ConstByteSpan buffered);
+  // A Read or Atomic Request takes an IRD slot until its response has been sent; the Terminate
+  // if none is free.
+  std::optional<wire::TerminateCode> take_ird_slot() {
+    if (reads_in_progress_ >= ird_) return wire::term::kRdmapCatastrophicStream;
+    ++reads_in_progress_;
+    return std::nullopt;
+  }
 
   RxDelegate& delegate_;
   std::uint32_t ird_;

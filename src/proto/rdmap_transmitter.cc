@@ -220,15 +220,10 @@ bool RdmapTransmitter::next_request(Message& m) {
 // RFC 7306: the Atomic Request takes the next MSN of the Read Request queue; its identifier is
 // the request's seq (32 bits suffice: at most ORD are outstanding).
 void RdmapTransmitter::atomic_request(Message& m, const OutboundRequest& r) {
-  wire::AtomicRequest request;
-  request.opcode = r.atomic_opcode;
+  wire::AtomicRequest request = r.atomic;
   request.request_id = static_cast<std::uint32_t>(r.seq);
   request.remote_stag = r.remote_stag.value();
   request.remote_to = r.remote_offset.value();
-  request.add_swap_data = r.add_swap_data;
-  request.add_swap_mask = r.add_swap_mask;
-  request.compare_data = r.compare_data;
-  request.compare_mask = r.compare_mask;
   gather_.push_back(atomic_request_bodies_.encode(request));
   m.header = untagged_header(wire::RdmapOpcode::kAtomicRequest, wire::kQueueReadRequest, read_msn_++);
   m.length = wire::kAtomicRequestSize;

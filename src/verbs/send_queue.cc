@@ -137,14 +137,7 @@ bool SendQueue::start(proto::OutboundRequest& r, std::vector<ConstByteSpan>& pay
   r.remote_offset = wire::TaggedOffset{e.remote_addr};
   r.invalidate_stag = wire::Stag{e.invalidate_rkey};
   r.immediate = wire::ImmediateData::from_verbs(e.imm_data).data;
-  if (is_atomic(e.opcode)) {
-    const AtomicOperands a = atomic_operands(e.opcode, e.compare_add, e.swap);
-    r.atomic_opcode = a.opcode;
-    r.add_swap_data = a.add_swap_data;
-    r.add_swap_mask = a.add_swap_mask;
-    r.compare_data = a.compare_data;
-    r.compare_mask = a.compare_mask;
-  }
+  if (is_atomic(e.opcode)) r.atomic = atomic_operands(e.opcode, e.compare_add, e.swap);
   // A Read's sink is advertised as the first SGE's STag and address; a multi-SGE sink is
   // scattered locally by offset (read_sink), so the peer sees one tagged buffer.
   r.sink_stag = wire::Stag{e.sges.empty() ? 0 : e.sges.front().lkey};

@@ -1,7 +1,5 @@
 #include "verbs/send_wr.h"
 
-#include "wire/rdmap_ext.h"
-
 namespace uwarp::verbs {
 
 const char* check_send_wr(const SendWr& wr, std::uint32_t max_sge, const DeviceLimits& limits,
@@ -54,9 +52,10 @@ proto::OutboundRequest::Kind request_kind(WrOpcode opcode, std::uint32_t length)
   return Kind::kSend;
 }
 
-AtomicOperands atomic_operands(WrOpcode opcode, std::uint64_t compare_add, std::uint64_t swap) {
+wire::AtomicRequest atomic_operands(WrOpcode opcode, std::uint64_t compare_add,
+                                    std::uint64_t swap) {
   constexpr std::uint64_t kWholeWord = ~std::uint64_t{0};
-  AtomicOperands a;
+  wire::AtomicRequest a;
   switch (opcode) {
     case WrOpcode::kAtomicFetchAdd:
       a.opcode = static_cast<std::uint8_t>(wire::AtomicOpcode::kFetchAdd);

@@ -6,6 +6,7 @@
 #include <cstdint>
 
 #include "proto/rdmap_port.h"
+#include "wire/rdmap_ext.h"
 #include "uwarp/status.h"
 #include "uwarp/types.h"
 
@@ -25,16 +26,9 @@ inline bool is_atomic(WrOpcode opcode) {
 inline bool writes_local_memory(WrOpcode opcode) {
   return opcode == WrOpcode::kRdmaRead || is_atomic(opcode);
 }
-// The Atomic Request of an atomic work request: the RFC 7306 operation and its masks (the
-// verbs operations act on the whole word).
-struct AtomicOperands {
-  std::uint8_t opcode = 0;
-  std::uint64_t add_swap_data = 0;
-  std::uint64_t add_swap_mask = 0;
-  std::uint64_t compare_data = 0;
-  std::uint64_t compare_mask = 0;
-};
-AtomicOperands atomic_operands(WrOpcode opcode, std::uint64_t compare_add, std::uint64_t swap);
+// The Atomic Request of an atomic work request: the RFC 7306 operation, its operands and masks
+// (the verbs operations act on the whole word); the transmitter adds identifier and target.
+wire::AtomicRequest atomic_operands(WrOpcode opcode, std::uint64_t compare_add, std::uint64_t swap);
 
 // The request's shape as posted: its payload length, and whether its data is copied at post
 // (inline).

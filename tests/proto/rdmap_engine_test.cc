@@ -105,11 +105,11 @@ class FakePort final : public RdmapPort {
     p.request.length = 8;
     p.request.remote_stag = wire::Stag{stag};
     p.request.remote_offset = wire::TaggedOffset{to};
-    p.request.atomic_opcode = static_cast<std::uint8_t>(op);
-    p.request.add_swap_data = data;
-    p.request.add_swap_mask = op == wire::AtomicOpcode::kFetchAdd ? 0 : ~std::uint64_t{0};
-    p.request.compare_data = compare;
-    p.request.compare_mask = ~std::uint64_t{0};
+    p.request.atomic.opcode = static_cast<std::uint8_t>(op);
+    p.request.atomic.add_swap_data = data;
+    p.request.atomic.add_swap_mask = op == wire::AtomicOpcode::kFetchAdd ? 0 : ~std::uint64_t{0};
+    p.request.atomic.compare_data = compare;
+    p.request.atomic.compare_mask = ~std::uint64_t{0};
   }
 
   ScatterResult resolve_write(wire::Stag stag, wire::TaggedOffset to, std::size_t length) override {
