@@ -11,6 +11,7 @@
 #include <array>
 #include <cstring>
 #include <memory>
+#include <utility>
 #include <vector>
 
 #include "fuzz_check.h"
@@ -31,6 +32,8 @@ namespace {
 class CollectingLink final : public verbs::QpLink {
  public:
   void doorbell(verbs::QueuePair&) override {}
+  // As runtime::Stream: reception waited for a receive; it resumes before the next feed.
+  void receive_posted(verbs::QueuePair&) override { resume = true; }
   // As runtime::Stream::revoke.
   void revoke(verbs::QueuePair& qp, ConstByteSpan memory, bool qp_in_use) override {
     const bool queued = batch != nullptr && batch->reads_from(memory);
@@ -45,6 +48,7 @@ class CollectingLink final : public verbs::QpLink {
   runtime::RdmapDriver* rdmap = nullptr;
   proto::TxBatch* batch = nullptr;
   bool shutdown = false;
+  bool resume = false;
 };
 
 constexpr int kRegions = 4;
@@ -111,6 +115,8 @@ void run_one(const std::uint8_t* data, std::size_t size) {
   cfg.caps.max_recv_wr = 64;
   verbs::QueuePair qp(h.device, cfg);
   CollectingLink link;
+  // Receiver not ready: messages without a receive wait for one (docs/receiver-not-ready.md).
+  if (in.ConsumeBool()) qp.set_receive_wait(verbs::ReceiveWait::kForever);
   verbs::LinkParams lp;
   lp.crc = in.ConsumeBool();
   lp.ird = in.ConsumeIntegralInRange<std::uint16_t>(0, 4);
@@ -231,6 +237,13 @@ void run_one(const std::uint8_t* data, std::size_t size) {
         continue;
       }
       case 8: {  // feed what is pending, in fuzzed pieces, through feed() or direct placement
+        // A wait resumes as the stream resumes it: a receive was posted, or its limit passed.
+        const bool limit_passed = rdmap.rx_waiting(qp) && in.ConsumeIntegralInRange<int>(0, 7) == 0;
+        if (limit_passed) qp.receive_wait_expired_locked();
+        if (std::exchange(link.resume, false) || limit_passed) {
+          rdmap.resume_rx(qp);
+          link.collect(qp);
+        }
         while (fed < stream.size() && rdmap.rx_open(qp)) {
           const std::size_t piece =
               std::min(stream.size() - fed, in.ConsumeIntegralInRange<std::size_t>(1, 4096));
@@ -246,7 +259,10 @@ void run_one(const std::uint8_t* data, std::size_t size) {
             link.collect(qp);
             FUZZ_CHECK(used <= piece);
             fed += used;
-            if (used < piece) break;  // stopped at a failure
+            if (used < piece) {  // stopped at a failure, or waits for a receive
+              FUZZ_CHECK(!rdmap.rx_open(qp) || rdmap.rx_waiting(qp));
+              break;
+            }
           }
         }
         continue;
@@ -265,7 +281,9 @@ void run_one(const std::uint8_t* data, std::size_t size) {
     append_fpdu(stream, d, payload, lp.crc, corrupt);
   }
   // Feed the rest, then drain the transmit side and the CQ.
-  if (fed < stream.size() && rdmap.rx_open(qp)) rdmap.feed(qp, ConstByteSpan(stream).subspan(fed));
+  if (fed < stream.size() && rdmap.rx_open(qp) && !rdmap.rx_waiting(qp)) {
+    rdmap.feed(qp, ConstByteSpan(stream).subspan(fed));
+  }
   link.collect(qp);
   for (int round = 0; round < 16 && rdmap.fill(qp, batch); ++round) {
     link.collect(qp);
