@@ -114,6 +114,10 @@ class Port final : public proto::RdmapPort {
     }
     return true;
   }
+  wire::AtomicRequest atomic_request(std::uint64_t seq) override {
+    FUZZ_CHECK(seq >= 1 && seq <= started_ && posted_[seq - 1].kind == proto::OutboundRequest::Kind::kAtomic);
+    return atomics_[seq - 1];
+  }
   void request_sent(std::uint64_t seq) override {
     FUZZ_CHECK(seq > last_sent_ && seq <= started_);
     last_sent_ = seq;
@@ -149,15 +153,17 @@ class Port final : public proto::RdmapPort {
     r.sink_offset = wire::TaggedOffset{in.ConsumeIntegralInRange<std::uint64_t>(0, 2) * kBase};
     r.immediate = in.ConsumeIntegral<std::uint64_t>();
     if (r.kind == proto::OutboundRequest::Kind::kImmediate) r.length = 0;
+    wire::AtomicRequest a;
     if (r.kind == proto::OutboundRequest::Kind::kAtomic) {
       r.length = 8;
-      r.atomic.opcode = in.ConsumeIntegralInRange<std::uint8_t>(0, 3);
-      r.atomic.add_swap_data = in.ConsumeIntegral<std::uint64_t>();
-      r.atomic.add_swap_mask = in.ConsumeIntegral<std::uint64_t>();
-      r.atomic.compare_data = in.ConsumeIntegral<std::uint64_t>();
-      r.atomic.compare_mask = in.ConsumeIntegral<std::uint64_t>();
+      a.opcode = in.ConsumeIntegralInRange<std::uint8_t>(0, 3);
+      a.add_swap_data = in.ConsumeIntegral<std::uint64_t>();
+      a.add_swap_mask = in.ConsumeIntegral<std::uint64_t>();
+      a.compare_data = in.ConsumeIntegral<std::uint64_t>();
+      a.compare_mask = in.ConsumeIntegral<std::uint64_t>();
     }
     posted_.push_back(r);
+    atomics_.push_back(a);
   }
   bool ended() const { return received_; }
   bool queued() const { return queued_; }
@@ -177,6 +183,7 @@ class Port final : public proto::RdmapPort {
   std::array<std::unique_ptr<std::uint8_t[]>, kBuffers> mem_;
   std::vector<ByteSpan> scatter_;
   std::vector<proto::OutboundRequest> posted_;
+  std::vector<wire::AtomicRequest> atomics_;  // the operands of posted_[i] if it is a kAtomic
   std::size_t started_ = 0;
   std::uint64_t last_sent_ = 0;
   std::uint64_t last_read_done_ = 0;

@@ -39,9 +39,8 @@ struct OutboundRequest {
   wire::Stag sink_stag;              // Read: the local sink advertised to the peer
   wire::TaggedOffset sink_offset;
   std::uint64_t immediate = 0;       // kWriteImmediate, kImmediate: the eight bytes, big-endian
-  // kAtomic: the operation and its operands, masks included (the transmitter fills in the
-  // request's identifier and target from seq and remote_stag / remote_offset).
-  wire::AtomicRequest atomic;
+  // kAtomic: the operation and operands come from RdmapPort::atomic_request (kept out of here:
+  // this is built for every request, on the path of every message).
 };
 
 // What the engine needs of the verbs layer. Called from inside the engine's calls, on the
@@ -89,6 +88,9 @@ class RdmapPort {
   virtual bool start_request(OutboundRequest& r, std::vector<ConstByteSpan>& payload) = 0;
   // Request `seq` has been handed to TCP completely (a Read: its Read Request).
   virtual void request_sent(std::uint64_t seq) = 0;
+  // Started request `seq`, a kAtomic: its operation and operands, masks included (the engine
+  // fills in the identifier and the target).
+  virtual wire::AtomicRequest atomic_request(std::uint64_t seq) = 0;
 
   // The engine found a protocol violation and queued this Terminate (the QP fails).
   virtual void terminate_queued(const wire::TerminateCode& code) = 0;

@@ -220,7 +220,7 @@ bool RdmapTransmitter::next_request(Message& m) {
 // RFC 7306: the Atomic Request takes the next MSN of the Read Request queue; its identifier is
 // the request's seq (32 bits suffice: at most ORD are outstanding).
 void RdmapTransmitter::atomic_request(Message& m, const OutboundRequest& r) {
-  wire::AtomicRequest request = r.atomic;
+  wire::AtomicRequest request = port_.atomic_request(r.seq);
   request.request_id = static_cast<std::uint32_t>(r.seq);
   request.remote_stag = r.remote_stag.value();
   request.remote_to = r.remote_offset.value();

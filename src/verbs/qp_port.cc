@@ -59,6 +59,11 @@ Expected<proto::ReadSource, wire::TerminateCode> QpPort::resolve_atomic_target(
   return qp_.protection_.resolve_atomic_target(stag, offset);
 }
 
+wire::AtomicRequest QpPort::atomic_request(std::uint64_t seq) {
+  qp_.mu_.assert_held();
+  return qp_.sq_.atomic_request(seq);
+}
+
 void QpPort::atomic_complete(std::uint64_t seq, std::uint64_t original_value) {
   qp_.mu_.assert_held();
   qp_.sq_.atomic_complete(seq, original_value);

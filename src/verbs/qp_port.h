@@ -41,6 +41,7 @@ class QpPort final : public proto::RdmapPort {
   Expected<proto::ReadSource, wire::TerminateCode> resolve_atomic_target(
       wire::Stag stag, wire::TaggedOffset offset) override;
   void atomic_complete(std::uint64_t seq, std::uint64_t original_value) override;
+  wire::AtomicRequest atomic_request(std::uint64_t seq) override;
 
   // Transmit: the send queue.
   bool peek_request(proto::OutboundRequest& next) override;

@@ -134,12 +134,12 @@ Status QueuePair::post_recv(const RecvWr& wr) {
     reporter_.recv_failed(wr.wr_id, WcStatus::kWrFlushError);
     return Status::ok();
   }
-  Status s = rq_->post(wr);
-  // Reception waits for this receive: the stream resumes it.
-  if (s && receive_wait_.receive_posted() && binding_.link() != nullptr) {
+  // Reception waits for a receive: the stream resumes it on its own thread, once this call has
+  // released the lock (so after the post; if the post fails, the engine only waits again).
+  if (receive_wait_.receive_posted() && binding_.link() != nullptr) {
     binding_.link()->receive_posted(*this);
   }
-  return s;
+  return rq_->post(wr);
 }
 
 void QueuePair::attach_link_locked(QpLink* link, const LinkParams& p) {

@@ -34,6 +34,7 @@ Status SendQueue::post(const SendWr& wr, bool reads_allowed) {
   e.invalidate_rkey = wr.invalidate_rkey;
   e.access = wr.access;
   e.imm_data = wr.imm_data;
+  e.answered = writes_local_memory(wr.opcode);
   e.compare_add = wr.compare_add;
   e.swap = wr.swap;
   e.signaled = signal_all_ || (wr.flags & send_flags::kSignaled) != 0;
@@ -95,7 +96,7 @@ bool SendQueue::next_local_ready() const {
   if (next_ >= sq_.size() || !is_local_operation(sq_[next_].opcode)) return false;
   if ((sq_[next_].flags & send_flags::kFence) == 0) return true;
   for (std::size_t i = 0; i < next_; ++i) {
-    if (writes_local_memory(sq_[i].opcode) && sq_[i].phase != Phase::kDone) return false;
+    if (sq_[i].answered && sq_[i].phase != Phase::kDone) return false;
   }
   return true;
 }
@@ -120,14 +121,14 @@ bool SendQueue::start(proto::OutboundRequest& r, std::vector<ConstByteSpan>& pay
   if (!e.inline_data.empty()) {
     payload.push_back(ConstByteSpan(e.inline_data));
   } else {
-    const std::uint32_t needed = writes_local_memory(e.opcode) ? access::kLocalWrite : 0;
+    const std::uint32_t needed = e.answered ? access::kLocalWrite : 0;
     if (!protection_.resolve_local(e.sges, needed, e.spans, e.mrs)) {
       e.phase = Phase::kDone;
       e.status = WcStatus::kLocalProtectionError;
       ++next_;
       return false;
     }
-    if (!writes_local_memory(e.opcode)) {
+    if (!e.answered) {
       for (const ByteSpan& s : e.spans) payload.push_back(s);
     }
   }
@@ -137,7 +138,6 @@ bool SendQueue::start(proto::OutboundRequest& r, std::vector<ConstByteSpan>& pay
   r.remote_offset = wire::TaggedOffset{e.remote_addr};
   r.invalidate_stag = wire::Stag{e.invalidate_rkey};
   r.immediate = wire::ImmediateData::from_verbs(e.imm_data).data;
-  if (is_atomic(e.opcode)) r.atomic = atomic_operands(e.opcode, e.compare_add, e.swap);
   // A Read's sink is advertised as the first SGE's STag and address; a multi-SGE sink is
   // scattered locally by offset (read_sink), so the peer sees one tagged buffer.
   r.sink_stag = wire::Stag{e.sges.empty() ? 0 : e.sges.front().lkey};
@@ -151,7 +151,7 @@ void SendQueue::sent(std::uint64_t seq) {
   Entry* e = find(seq);
   if (e == nullptr || e->phase != Phase::kInFlight) return;  // flushed (or answered) meanwhile
   if (e->awaiting_sweep) return;
-  if (writes_local_memory(e->opcode)) {
+  if (e->answered) {
     e->phase = Phase::kAwaitingResponse;
     return;
   }
@@ -180,6 +180,11 @@ void SendQueue::swept(std::uint64_t seq) {
 void SendQueue::read_complete(std::uint64_t seq) {
   Entry* e = find(seq);
   if (e != nullptr) succeed(*e);
+}
+
+wire::AtomicRequest SendQueue::atomic_request(std::uint64_t seq) {
+  const Entry* e = find(seq);
+  return e == nullptr ? wire::AtomicRequest{} : atomic_operands(e->opcode, e->compare_add, e->swap);
 }
 
 void SendQueue::atomic_complete(std::uint64_t seq, std::uint64_t original_value) {
@@ -250,7 +255,7 @@ void SendQueue::push_completion(const Entry& e) {
   wc.vendor_err = e.vendor_err;
   wc.qp_num = reporter_.qp_num();
   wc.opcode = completion_opcode(e.opcode);
-  if (writes_local_memory(e.opcode)) wc.byte_len = e.length;
+  if (e.answered) wc.byte_len = e.length;
   reporter_.send_completion(wc);
 }
 

@@ -62,6 +62,8 @@ class SendQueue {
   bool uses(ConstByteSpan memory) const;
   // Read `seq` has its whole response.
   void read_complete(std::uint64_t seq);
+  // Atomic `seq` (started): its Atomic Request's operation and operands.
+  wire::AtomicRequest atomic_request(std::uint64_t seq);
   // Atomic `seq` was answered: `original_value` goes to its local memory, and it completes.
   void atomic_complete(std::uint64_t seq, std::uint64_t original_value);
   // Every access through the binding local operation `seq` took away has been cut off.
@@ -91,6 +93,7 @@ class SendQueue {
     std::uint64_t swap = 0;
     std::uint32_t length = 0;
     bool awaiting_sweep = false;  // a local operation that took a binding away
+    bool answered = false;  // a Read or atomic: its response writes its memory, then it completes
     Phase phase = Phase::kQueued;
     WcStatus status = WcStatus::kSuccess;
     std::uint32_t vendor_err = 0;  // the peer's Terminate control word, for the WR it failed

@@ -19,8 +19,10 @@ inline bool is_local_operation(WrOpcode opcode) {
 }
 // An RFC 7306 atomic operation: answered by the peer, like an RDMA Read.
 inline bool is_atomic(WrOpcode opcode) {
-  return opcode == WrOpcode::kAtomicFetchAdd || opcode == WrOpcode::kAtomicCompareSwap ||
-         opcode == WrOpcode::kAtomicSwap;
+  static_assert(static_cast<int>(WrOpcode::kAtomicSwap) -
+                    static_cast<int>(WrOpcode::kAtomicFetchAdd) == 2,
+                "the three atomic opcodes are consecutive");
+  return opcode >= WrOpcode::kAtomicFetchAdd && opcode <= WrOpcode::kAtomicSwap;
 }
 // Its result, or a Read's data, is written to the request's local memory.
 inline bool writes_local_memory(WrOpcode opcode) {

@@ -41,6 +41,7 @@ struct Posted {
   OutboundRequest request;
   Bytes payload;      // Send, Write
   Bytes* sink = nullptr;  // Read; atomic: its eight bytes take the original value
+  wire::AtomicRequest atomic;  // atomic: operation and operands
 };
 
 // RdmapPort over plain memory, recording what the engine reports.
@@ -105,11 +106,11 @@ class FakePort final : public RdmapPort {
     p.request.length = 8;
     p.request.remote_stag = wire::Stag{stag};
     p.request.remote_offset = wire::TaggedOffset{to};
-    p.request.atomic.opcode = static_cast<std::uint8_t>(op);
-    p.request.atomic.add_swap_data = data;
-    p.request.atomic.add_swap_mask = op == wire::AtomicOpcode::kFetchAdd ? 0 : ~std::uint64_t{0};
-    p.request.atomic.compare_data = compare;
-    p.request.atomic.compare_mask = ~std::uint64_t{0};
+    p.atomic.opcode = static_cast<std::uint8_t>(op);
+    p.atomic.add_swap_data = data;
+    p.atomic.add_swap_mask = op == wire::AtomicOpcode::kFetchAdd ? 0 : ~std::uint64_t{0};
+    p.atomic.compare_data = compare;
+    p.atomic.compare_mask = ~std::uint64_t{0};
   }
 
   ScatterResult resolve_write(wire::Stag stag, wire::TaggedOffset to, std::size_t length) override {
@@ -196,6 +197,7 @@ class FakePort final : public RdmapPort {
     return true;
   }
   void request_sent(std::uint64_t seq) override { sent.push_back(seq); }
+  wire::AtomicRequest atomic_request(std::uint64_t seq) override { return sq.at(seq - 1).atomic; }
   void terminate_queued(const wire::TerminateCode& code) override {
     terminates_queued.push_back(code);
   }
