@@ -5,7 +5,9 @@
 #include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <linux/sockios.h>
 #include <poll.h>
+#include <sys/ioctl.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -213,6 +215,11 @@ long send_bytes(int fd, ConstByteSpan bytes) {
 }
 
 void shutdown_write(int fd) { ::shutdown(fd, SHUT_WR); }
+
+std::size_t unacknowledged(int fd) {
+  int n = 0;
+  return ::ioctl(fd, SIOCOUTQ, &n) == 0 && n > 0 ? static_cast<std::size_t>(n) : 0;
+}
 
 bool peer_closed(int fd) {
   pollfd p{fd, POLLRDHUP, 0};

@@ -97,6 +97,8 @@ void shutdown_write(int fd);
 // The peer has closed its side (FIN), or the connection failed (a reset), even with bytes still
 // unread: for a receiver that stopped reading. One poll(2) that does not wait.
 bool peer_closed(int fd);
+// Bytes (and our FIN) the peer has not acknowledged yet (SIOCOUTQ); 0 if unknown.
+std::size_t unacknowledged(int fd);
 // Closes `fd` with a TCP reset (SO_LINGER 0) instead of a FIN: for a connection refused at once,
 // which then leaves no TIME_WAIT behind on this side.
 void close_with_reset(Fd fd);

@@ -146,9 +146,9 @@ void Stream::arm_close_deadline() {
       MutexLock qlock(self->qp_->mutex());
       shut = self->tx_.write_shut();
     }
-    // Bytes the peer did not take: a reset tells it at once (a FIN would wait behind them, and
-    // a peer that waits for a receive never reads them).
-    self->reset_on_close_ = !shut;
+    // Bytes (or our FIN) the peer did not take: a reset tells it at once (a FIN would wait
+    // behind them, and a peer that waits for a receive never reads them).
+    self->reset_on_close_ = !shut || io::unacknowledged(self->fd_.get()) > 0;
     self->teardown(shut, shut ? "closed (the peer did not close its side in time)"
                               : "closed before the peer took the queued bytes (its window stayed "
                                 "shut)");

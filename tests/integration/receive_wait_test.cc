@@ -174,23 +174,26 @@ TEST_P(ReceiveWaitTest, AWaitThatRunsOutEndsInTheTerminateForNoBuffer) {
   EXPECT_NE(ev->detail.find("Terminate DDP/2/0x02"), std::string::npos) << ev->detail;
 }
 
-// The peer disconnects while a message of its waits for a receive (as qperf's rc_bi_bw ends):
-// its close cannot get past the held bytes, so its close deadline ends in a reset, which the
-// waiting side notices while it looks at its socket: DISCONNECTED within a few seconds.
+// The peer disconnects while a message of its waits for a receive (as qperf's rc_bi_bw ends).
+// With little queued, its FIN reaches the waiting side's socket; with more, its FIN or its last
+// bytes cannot get past the bytes held, and its close deadline ends in a reset. Either way the
+// waiting side, which looks at its socket, gets DISCONNECTED within a few seconds.
 TEST_P(ReceiveWaitTest, APeerThatDisconnectsEndsTheWait) {
-  ConnectedPair p(wait_pair(GetParam()));
-  ASSERT_TRUE(p.connected);
-  p.server->qp.set_receive_wait(QueuePair::kWaitForever);
-  // More than the socket buffers hold, so that the client's close has bytes it cannot send.
-  for (std::uint64_t i = 0; i < 8; ++i) post_send(*p.client, 0, 1 << 20, i + 1);
-  std::this_thread::sleep_for(milliseconds(200));
-  ASSERT_EQ(p.server->qp.state(), QpState::kRts);
-  const auto start = std::chrono::steady_clock::now();
-  p.client->conn.disconnect();
-  auto ev = wait_event(p.server_events(), CmEventType::kDisconnected, 10000);
-  ASSERT_TRUE(ev);
-  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(6));
-  EXPECT_EQ(p.server->qp.state(), QpState::kError);
+  for (const std::uint32_t messages : {1u, 3u, 8u}) {
+    SCOPED_TRACE(::testing::Message() << messages << " MiB queued");
+    ConnectedPair p(wait_pair(GetParam()));
+    ASSERT_TRUE(p.connected);
+    p.server->qp.set_receive_wait(QueuePair::kWaitForever);
+    for (std::uint64_t i = 0; i < messages; ++i) post_send(*p.client, 0, 1 << 20, i + 1);
+    std::this_thread::sleep_for(milliseconds(200));
+    ASSERT_EQ(p.server->qp.state(), QpState::kRts);
+    const auto start = std::chrono::steady_clock::now();
+    p.client->conn.disconnect();
+    auto ev = wait_event(p.server_events(), CmEventType::kDisconnected, 10000);
+    ASSERT_TRUE(ev);
+    EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(6));
+    EXPECT_EQ(p.server->qp.state(), QpState::kError);
+  }
 }
 
 // The application moves the waiting QP to ERROR: the wait ends, the held bytes are dropped and
