@@ -1,7 +1,7 @@
 // The transmit side of one connection's RDMAP engine: which message goes next (the queued
 // Terminate, our RTR, a nudge, Read and Atomic Responses, then the send queue in order, held by
-// fences and ORD), its DDP header and MSN (RFC 5041 section 5.3: each untagged queue's MSN starts at 1),
-// its segmentation into the transmit batch, and what follows once TCP has taken it.
+// fences and ORD), its DDP header and MSN (RFC 5041 section 5.3: each untagged queue's MSN
+// starts at 1), its segmentation into the transmit batch, and what follows once TCP has taken it.
 //
 // Owner: RdmapEngine. The Read queues and the Terminate it takes messages from (and adds our
 // Reads to) are the engine's too, and the port is the engine's; all outlive the transmitter.

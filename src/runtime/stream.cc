@@ -66,7 +66,7 @@ void Stream::pump_tx_locked(verbs::QueuePair& qp) {
     });
   }
   after_tx_locked(tx_.pump(qp, *rdmap_));
-  if (rdmap_->take_wait_abandoned()) receive_posted(qp);  // the QP failed: receive and drop
+  if (rdmap_->take_wait_abandoned()) end_wait_soon();  // the QP failed: receive and drop
 }
 
 void Stream::revoke(verbs::QueuePair& qp, ConstByteSpan memory, bool qp_in_use) {
@@ -77,8 +77,10 @@ void Stream::revoke(verbs::QueuePair& qp, ConstByteSpan memory, bool qp_in_use) 
   pump_tx_locked(qp);
 }
 
-void Stream::receive_posted(verbs::QueuePair&) {
-  // The QP lock is held and mu_ comes first: the engine thread resumes.
+void Stream::receive_posted(verbs::QueuePair&) { end_wait_soon(); }
+
+void Stream::end_wait_soon() {
+  // The QP lock may be held, and mu_ comes first: the engine thread ends the wait.
   engine_.post([weak = weak_from_this()] {
     if (auto self = weak.lock()) self->check_receive_wait(true);
   });
@@ -93,19 +95,19 @@ void Stream::wait_for_receive_locked() {
   });
 }
 
-void Stream::check_receive_wait(bool receive_posted) {
+void Stream::check_receive_wait(bool may_go_on) {
   MutexLock lock(mu_);
-  if (!receive_posted) wait_timer_ = 0;
+  if (!may_go_on) wait_timer_ = 0;
   if (qp_ == nullptr || !rx_waiting_) return;
   {
     MutexLock qlock(qp_->mutex());
     // The peer gives up first (it disconnects): as on InfiniBand, the connection ends.
-    if (!receive_posted && io::peer_closed(fd_.get())) {
+    if (!may_go_on && io::peer_closed(fd_.get())) {
       lost_locked(false, "the peer closed the connection while a message waited for a receive");
       return;
     }
     const bool limit_passed = wait_.limit_passed(Clock::now());
-    if (!receive_posted && !limit_passed && qp_->receiving_locked()) {
+    if (!may_go_on && !limit_passed && qp_->receiving_locked()) {
       wait_for_receive_locked();  // look again later
       return;
     }

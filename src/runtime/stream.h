@@ -98,7 +98,11 @@ class Stream final : public io::IoHandler,
   // dropped) or the QP's wait limit passes (then the engine sends the Terminate for no buffer).
   // Meanwhile it looks at the socket now and then: a peer that closes ends the stream.
   void wait_for_receive_locked() REQUIRES(mu_, qp_->mutex());
-  void check_receive_wait(bool receive_posted);
+  // Engine thread: looks at the wait. may_go_on: a receive was posted or the QP stopped
+  // receiving (else the look the timer brings: the limit, and the peer's socket).
+  void check_receive_wait(bool may_go_on);
+  // Any thread, any lock: check_receive_wait(true) soon, on the engine thread.
+  void end_wait_soon();
   void schedule_handback_locked() REQUIRES(mu_);
   // Initiator only: the watch for a silent peer (silent_peer.h).
   void check_silent_peer(int round);

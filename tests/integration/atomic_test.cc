@@ -36,13 +36,8 @@ std::atomic_ref<std::uint64_t> word(Side& s, std::size_t offset) {
 std::optional<WorkCompletion> atomic(Side& from, Side& to, WrOpcode op, std::size_t offset,
                                      std::uint64_t compare_add, std::uint64_t swap = 0,
                                      std::size_t result_offset = 0, std::uint64_t wr_id = 1) {
-  Sge result = from.mr.sge(result_offset, 8);
-  SendWr wr;
-  wr.wr_id = wr_id;
-  wr.opcode = op;
-  wr.sg_list = {&result, 1};
-  wr.remote_addr = reinterpret_cast<std::uintptr_t>(to.buf.data()) + offset;
-  wr.rkey = to.mr.rkey();
+  const Sge result = from.mr.sge(result_offset, 8);
+  SendWr wr = remote_wr(op, result, to, offset, wr_id);
   wr.compare_add = compare_add;
   wr.swap = swap;
   if (Status s = from.qp.post_send(wr); !s) {

@@ -34,6 +34,19 @@ struct Side {
   Connection conn;
 };
 
+// A work request of `op` whose local memory is `local` (an SGE of from.mr, which must outlive
+// the request), aimed at `remote_offset` of `to`'s buffer (an RDMA Write or Read, an atomic).
+inline SendWr remote_wr(WrOpcode op, const Sge& local, const Side& to, std::size_t remote_offset,
+                        std::uint64_t wr_id) {
+  SendWr wr;
+  wr.wr_id = wr_id;
+  wr.opcode = op;
+  wr.sg_list = {&local, 1};
+  wr.remote_addr = reinterpret_cast<std::uintptr_t>(to.buf.data()) + remote_offset;
+  wr.rkey = to.mr.rkey();
+  return wr;
+}
+
 // Waits for one completion on `cq`, up to `timeout`.
 inline std::optional<WorkCompletion> wait_wc(CompletionQueue& cq, std::chrono::milliseconds timeout = std::chrono::seconds(10)) {
   const auto deadline = std::chrono::steady_clock::now() + timeout;
