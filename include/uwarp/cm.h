@@ -36,6 +36,7 @@ enum class RtrOffer : std::uint8_t { kWriteOrRead, kWrite, kRead };
 struct ConnectionParams {
   std::vector<std::uint8_t> private_data;  // at most 508 bytes (252 towards Linux siw)
   bool crc = false;                        // ask for MPA CRC32c (used if either side asks)
+  bool markers = false;                    // ask the peer to send MPA markers (RFC 5044 section 5)
   bool peer_to_peer = false;               // RFC 6581 peer-to-peer mode (RTR before data)
   RtrOffer rtr_offer = RtrOffer::kWriteOrRead;  // active side, peer-to-peer: the RTRs offered
   std::uint8_t mpa_revision = 2;           // 1 or 2
@@ -59,6 +60,9 @@ class Connection {
   std::string local_address() const;
   // What the peer asked for (passive side) or answered (active side).
   bool crc() const;
+  // MPA markers in what this side sends (the peer asked) and in what it receives (it asked).
+  bool sends_markers() const;
+  bool receives_markers() const;
   std::uint8_t mpa_revision() const;
   std::uint16_t peer_ird() const;
   std::uint16_t peer_ord() const;

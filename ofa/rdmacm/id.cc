@@ -412,6 +412,7 @@ int rdma_connect(rdma_cm_id* id, rdma_conn_param* conn_param) {
     params.ord = at_least_one(ord);
     params.ird = at_least_one(ird);
     params.crc = g.mpa.crc;
+    params.markers = g.mpa.markers;
     params.peer_to_peer = g.mpa.peer_to_peer;
     params.rtr_offer = g.mpa.rtr_offer;
     params.mpa_revision = g.mpa.revision;
@@ -465,6 +466,7 @@ int rdma_accept(rdma_cm_id* id, rdma_conn_param* conn_param) {
       params.ord = at_least_one(ord);
       params.ird = at_least_one(ird);
       params.crc = g.mpa.crc;  // peer-to-peer and the revision follow the request
+      params.markers = g.mpa.markers;
       if (conn_param != nullptr) {
         append(params.private_data, conn_param->private_data, conn_param->private_data_len);
         ofa::set_rnr_retry(id->qp, conn_param->rnr_retry_count);

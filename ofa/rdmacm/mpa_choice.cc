@@ -12,6 +12,8 @@ Result<MpaChoice> parse_mpa_choice(std::string_view text) {
     text = comma == std::string_view::npos ? std::string_view{} : text.substr(comma + 1);
     if (word == "crc") {
       c.crc = true;
+    } else if (word == "markers") {
+      c.markers = true;
     } else if (word == "p2p" || word == "p2p-write" || word == "p2p-read") {
       c.peer_to_peer = true;
       c.rtr_offer = word == "p2p"         ? RtrOffer::kWriteOrRead
@@ -21,7 +23,7 @@ Result<MpaChoice> parse_mpa_choice(std::string_view text) {
       c.revision = 1;
     } else if (!word.empty()) {
       return error(Errc::kInvalidArgument, "unknown word '" + std::string(word) +
-                                               "' (crc, p2p, p2p-write, p2p-read, rev1)");
+                                               "' (crc, markers, p2p, p2p-write, p2p-read, rev1)");
     }
   }
   if (c.peer_to_peer && c.revision == 1) {

@@ -11,6 +11,7 @@ proto::MpaParams to_mpa(const ConnectionParams& p) {
   proto::MpaParams m;
   m.revision = p.mpa_revision;
   m.crc = p.crc;
+  m.markers = p.markers;
   m.peer_to_peer = p.peer_to_peer;
   m.offer_write_rtr = p.rtr_offer != RtrOffer::kRead;
   m.offer_read_rtr = p.rtr_offer != RtrOffer::kWrite;
@@ -104,6 +105,10 @@ void Connection::disconnect() {
 std::string Connection::peer_address() const { return impl_ ? impl_->peer_address().to_string() : ""; }
 std::string Connection::local_address() const { return impl_ ? impl_->local_address().to_string() : ""; }
 bool Connection::crc() const { return impl_ && (impl_->outcome().crc || impl_->request().crc); }
+bool Connection::sends_markers() const {
+  return impl_ && (impl_->outcome().send_markers || impl_->request().markers);
+}
+bool Connection::receives_markers() const { return impl_ && impl_->outcome().receive_markers; }
 std::uint8_t Connection::mpa_revision() const {
   if (!impl_) return 0;
   return impl_->outcome().revision != 0 ? impl_->outcome().revision : impl_->request().revision;

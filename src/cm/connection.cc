@@ -121,16 +121,12 @@ void Connection::on_reply_bytes() {
 }
 
 void Connection::on_request_bytes() {
-  RequestVerdict v = read_request(responder_, socket_.received_bytes());
+  const RequestVerdict v = read_request(responder_, socket_.received_bytes());
   switch (v.next) {
     case RequestVerdict::Next::kReceiveMore:
       socket_.receive_more();
       return;
     case RequestVerdict::Next::kDrop:
-      close_handshake();
-      return;
-    case RequestVerdict::Next::kRefuse:
-      socket_.send_frame(std::move(v.refusal));
       close_handshake();
       return;
     case RequestVerdict::Next::kReport:

@@ -1,12 +1,6 @@
 #include "cm/handshake_steps.h"
 
 namespace uwarp::cm {
-namespace {
-
-// The refusal's private data: RFC 5044 markers are not supported.
-constexpr char kMarkersRefused[] = "uwarp: MPA markers not supported";
-
-}  // namespace
 
 ReplyVerdict read_reply(proto::MpaInitiator& initiator, ConstByteSpan received) {
   const proto::MpaProgress p = initiator.on_reply_bytes(received);
@@ -51,10 +45,6 @@ RequestVerdict read_request(proto::MpaResponder& responder, ConstByteSpan receiv
       if (p.consumed != received.size()) {
         // An initiator sends nothing after its request until it has the reply.
         v.next = RequestVerdict::Next::kDrop;
-      } else if (responder.request().markers) {
-        v.next = RequestVerdict::Next::kRefuse;
-        v.refusal = responder.reject(ConstByteSpan(
-            reinterpret_cast<const std::uint8_t*>(kMarkersRefused), sizeof kMarkersRefused - 1));
       } else {
         v.next = RequestVerdict::Next::kReport;
       }
@@ -66,6 +56,8 @@ RequestVerdict read_request(proto::MpaResponder& responder, ConstByteSpan receiv
 verbs::LinkParams link_params(const proto::MpaOutcome& outcome, bool initiator) {
   verbs::LinkParams lp;
   lp.crc = outcome.crc;
+  lp.send_markers = outcome.send_markers;
+  lp.receive_markers = outcome.receive_markers;
   lp.ird = outcome.ird;
   lp.ord = outcome.ord;
   (initiator ? lp.send_rtr : lp.expect_rtr) = outcome.rtr;

@@ -1,8 +1,8 @@
 // What a connection does with the MPA bytes it has received so far, one function per role: the
 // initiator reads the reply (read_reply), the responder the request (read_request). They add to
 // proto::MpaInitiator / MpaResponder what the connection decides around the frame: a bound on
-// the bytes it waits through, the refusal of markers, the bytes a frame may not be followed by,
-// and the parameters the stream starts with. Sans I/O; the connection acts on the verdict.
+// the bytes it waits through, the bytes a frame may not be followed by, and the parameters the
+// stream starts with. Sans I/O; the connection acts on the verdict.
 //
 // Thread: the connection's engine thread (they change the negotiator they are given).
 #pragma once
@@ -46,11 +46,9 @@ struct RequestVerdict {
   enum class Next : std::uint8_t {
     kReceiveMore,  // the request is incomplete
     kDrop,         // not a request to answer: close without a word or an event
-    kRefuse,       // send `refusal` (a reply with the R bit saying why), then close
     kReport,       // a complete request for the application to accept or reject
   };
   Next next = Next::kReceiveMore;
-  std::vector<std::uint8_t> refusal;
 };
 
 // Responder: `received` holds every byte read since the connection was accepted.

@@ -24,7 +24,7 @@ std::vector<std::uint8_t> setup_terminate(const wire::TerminateCode& code) {
   proto::MessageSegmenter segmenter;
   segmenter.start(message);
   proto::TxBatch batch;
-  segmenter.fill(batch, message.header.size() + message.length, /*with_crc=*/false);
+  segmenter.fill(batch, message.header.size() + message.length, proto::Framing{});
   std::vector<std::uint8_t> out;
   for (const iovec& piece : batch.pending()) {
     const auto* p = static_cast<const std::uint8_t*>(piece.iov_base);

@@ -30,20 +30,30 @@ void FpduReader::fail(const wire::TerminateCode& code) {
 std::size_t FpduReader::feed(ConstByteSpan input) {
   std::size_t used = 0;
   while (used < input.size() && !failed() && !waiting()) {
+    std::size_t avail = input.size() - used;
+    if (markers_) {
+      const std::size_t gap = to_marker();
+      if (gap == 0) {
+        used += take_marker(input.subspan(used));
+        continue;
+      }
+      avail = std::min(avail, gap);
+    }
     if (state_ == State::kHeader && have_ == 0) {
       // Most FPDUs arrive whole in one receive: take those in one step.
-      if (const std::size_t n = feed_whole_fpdu(input.subspan(used)); n > 0) {
+      if (const std::size_t n = feed_whole_fpdu(input.subspan(used, avail)); n > 0) {
         used += n;
         continue;
       }
     }
-    const std::size_t avail = input.size() - used;
     switch (state_) {
       case State::kHeader: {
         const std::size_t n = std::min(avail, need_ - have_);
         std::memcpy(header_.data() + have_, input.data() + used, n);
+        if (crc_enabled_) crc_.update(input.subspan(used, n));
         have_ += n;
         used += n;
+        advance(n);
         if (have_ == need_) on_header_complete();
         break;
       }
@@ -53,6 +63,7 @@ std::size_t FpduReader::feed(ConstByteSpan input) {
           if (crc_enabled_) crc_.update(input.subspan(used, n));
           payload_left_ -= n;
           used += n;
+          advance(n);
           on_payload_bytes(0);
           break;
         }
@@ -67,8 +78,7 @@ std::size_t FpduReader::feed(ConstByteSpan input) {
         break;
       case State::kTrailer: {
         const std::size_t n = std::min(avail, need_ - have_);
-        std::memcpy(trailer_.data() + have_, input.data() + used, n);
-        have_ += n;
+        take_trailer(input.subspan(used, n));
         used += n;
         if (have_ == need_) on_trailer_complete();
         break;
@@ -76,6 +86,31 @@ std::size_t FpduReader::feed(ConstByteSpan input) {
     }
   }
   return used;
+}
+
+void FpduReader::take_trailer(ConstByteSpan in) {
+  const std::size_t pad = need_ - wire::kMpaCrcSize;
+  if (crc_enabled_ && have_ < pad) crc_.update(in.first(std::min(in.size(), pad - have_)));
+  std::memcpy(trailer_.data() + have_, in.data(), in.size());
+  have_ += in.size();
+  advance(in.size());
+}
+
+std::size_t FpduReader::take_marker(ConstByteSpan in) {
+  const std::size_t n = std::min(in.size(), marker_.size() - marker_have_);
+  std::memcpy(marker_.data() + marker_have_, in.data(), n);
+  marker_have_ += n;
+  if (marker_have_ < marker_.size()) return n;
+  marker_have_ = 0;
+  // A marker between FPDUs begins the next one, so it points at itself (0).
+  const std::uint64_t back = stream_at_ - fpdu_start_;
+  if (wire::marker_fpduptr(marker_.data()) != back) {
+    fail(wire::term::kLlpBadFpdu);  // RFC 5044 section 8: marker and ULPDU length mismatch
+    return n;
+  }
+  if (crc_enabled_) crc_.update(marker_);
+  stream_at_ += marker_.size();
+  return n;
 }
 
 void FpduReader::on_header_complete() {
@@ -97,10 +132,6 @@ void FpduReader::on_header_complete() {
 
 void FpduReader::begin_segment() {
   header_complete_ = true;
-  if (crc_enabled_) {
-    crc_.reset();
-    crc_.update(ConstByteSpan(header_.data(), have_));
-  }
   auto header = wire::decode_ddp_header(ConstByteSpan(header_.data() + 2, header_size_));
   payload_left_ = ulpdu_length_ - header_size_;
   placement_ = sink_.on_segment_header(*header, payload_left_);
@@ -138,6 +169,8 @@ std::size_t FpduReader::feed_whole_fpdu(ConstByteSpan in) {
   if (ulpdu_length < header_size || in.size() < wire::fpdu_size(ulpdu_length)) return 0;
   const std::size_t header_end = wire::kMpaLengthFieldSize + header_size;
   std::memcpy(header_.data(), in.data(), header_end);  // kept for a Terminate, as feed() does
+  if (crc_enabled_) crc_.update(in.first(header_end));
+  advance(header_end);
   ulpdu_length_ = ulpdu_length;
   header_size_ = header_size;
   have_ = need_ = header_end;
@@ -172,12 +205,11 @@ std::size_t FpduReader::feed_whole_fpdu(ConstByteSpan in) {
   }
   if (crc_enabled_) crc_.update(payload);
   payload_left_ = 0;
+  advance(payload.size());
 
   begin_trailer();
-  const std::size_t trailer_start = header_end + payload.size();
-  const std::size_t end = trailer_start + need_;
-  std::memcpy(trailer_.data(), in.data() + trailer_start, need_);
-  have_ = need_;
+  const std::size_t end = header_end + payload.size() + need_;
+  take_trailer(in.subspan(header_end + payload.size(), need_));
   on_trailer_complete();
   return end;
 }
@@ -193,12 +225,14 @@ void FpduReader::begin_next_scatter() {
 ByteSpan FpduReader::direct_target() const {
   if (state_ != State::kPayload || failed() || payload_left_ == 0) return {};
   if (placement_.kind == Placement::Kind::kDiscard) return {};
+  // With markers, payload stops at a marker's place: the marker is fed from the bounce buffer.
+  const std::size_t most = markers_ ? std::min(payload_left_, to_marker()) : payload_left_;
   if (placement_.kind == Placement::Kind::kBuffered) {
-    return ByteSpan(const_cast<std::uint8_t*>(buffered_.data()) + buffered_size_, payload_left_);
+    return ByteSpan(const_cast<std::uint8_t*>(buffered_.data()) + buffered_size_, most);
   }
   if (scatter_index_ >= placement_.scatter.size()) return {};
   const ByteSpan s = placement_.scatter[scatter_index_];
-  return s.subspan(scatter_offset_, std::min(s.size() - scatter_offset_, payload_left_));
+  return s.subspan(scatter_offset_, std::min(s.size() - scatter_offset_, most));
 }
 
 bool FpduReader::places_into(ConstByteSpan memory) const {
@@ -221,6 +255,7 @@ void FpduReader::on_payload_bytes(std::size_t n) {
   if (n > 0) {
     const ByteSpan target = direct_target();
     if (crc_enabled_) crc_.update(target.first(n));
+    advance(n);
     payload_left_ -= n;
     if (placement_.kind == Placement::Kind::kBuffered) {
       buffered_size_ += n;
@@ -246,7 +281,6 @@ void FpduReader::begin_trailer() {
 void FpduReader::on_trailer_complete() {
   const std::size_t pad = need_ - wire::kMpaCrcSize;
   if (crc_enabled_) {
-    crc_.update(ConstByteSpan(trailer_.data(), pad));
     if (crc_.value() != wire::load_crc_trailer(trailer_.data() + pad)) {
       fail(wire::term::kLlpBadCrc);
       return;
@@ -259,6 +293,8 @@ void FpduReader::on_trailer_complete() {
     fail(*err);
     return;
   }
+  crc_.reset();
+  fpdu_start_ = stream_at_;
   state_ = State::kHeader;
   have_ = 0;
   need_ = kPrefix;

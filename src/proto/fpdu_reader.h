@@ -3,6 +3,11 @@
 // size (partial reads, several FPDUs per read, an FPDU split anywhere), parses each FPDU's
 // header, asks its sink where the payload goes, places it, and checks pad and CRC.
 //
+// With markers (RFC 5044 section 5, wire/mpa_marker.h) the reader takes a marker wherever the
+// stream reaches a multiple of 512 bytes since the first FPDU, checks that it points back to the
+// start of its FPDU (else the connection ends with the LLP Terminate 0x03, "marker and ULPDU
+// length mismatch") and counts it in the CRC; no payload byte is placed across a marker's place.
+//
 // States, as in Linux siw's receive path: get header, get payload, get trailer. The reader can
 // stop anywhere and continue with the next bytes; an FPDU that lies whole in what feed() is
 // given (the common case) is taken in one step instead. Two ways to feed it:
@@ -24,13 +29,15 @@
 #include "wire/crc32c.h"
 #include "wire/ddp.h"
 #include "wire/fpdu.h"
+#include "wire/mpa_marker.h"
 #include "wire/rdmap.h"
 
 namespace uwarp::proto {
 
 class FpduReader {
  public:
-  FpduReader(FpduSink& sink, bool crc_enabled) : sink_(sink), crc_enabled_(crc_enabled) {}
+  FpduReader(FpduSink& sink, bool crc_enabled, bool markers = false)
+      : sink_(sink), crc_enabled_(crc_enabled), markers_(markers) {}
 
   // Consumes as much of `input` as possible; returns the bytes consumed. Stops early only when
   // failed() or waiting() becomes true.
@@ -62,14 +69,22 @@ class FpduReader {
 
   bool failed() const { return failure_.has_value(); }
   const std::optional<RxFailure>& failure() const { return failure_; }
-  // True between FPDUs (no partial FPDU pending).
-  bool at_boundary() const { return state_ == State::kHeader && have_ == 0; }
+  // True between FPDUs (no partial FPDU pending, not even its leading marker).
+  bool at_boundary() const { return state_ == State::kHeader && have_ == 0 && stream_at_ == fpdu_start_ && marker_have_ == 0; }
   void set_crc_enabled(bool on) { crc_enabled_ = on; }
 
  private:
   enum class State : std::uint8_t { kHeader, kWait, kPayload, kTrailer };
 
   void fail(const wire::TerminateCode& code);
+  // Bytes before the next marker's place (0: a marker is due now); only with markers.
+  std::size_t to_marker() const { return (wire::kMarkerInterval - wire::marker_phase(stream_at_)) % wire::kMarkerInterval; }
+  // Takes bytes of the marker that is due; returns how many. A whole marker is checked.
+  std::size_t take_marker(ConstByteSpan in);
+  // Takes trailer bytes (the pad counts in the CRC as it comes, before a marker after it).
+  void take_trailer(ConstByteSpan in);
+  // `n` stream bytes of header, payload or trailer were taken.
+  void advance(std::size_t n) { stream_at_ += n; }
   // feed()'s fast path for an FPDU that lies whole at the start of `in` (the reader between
   // FPDUs): the same steps as the state machine, without its per-state rounds. Returns the
   // bytes consumed, 0 if the FPDU is not whole there (the state machine takes it then).
@@ -85,6 +100,7 @@ class FpduReader {
 
   FpduSink& sink_;
   bool crc_enabled_;
+  const bool markers_;
   State state_ = State::kHeader;
   std::optional<RxFailure> failure_;
 
@@ -106,7 +122,15 @@ class FpduReader {
 
   // Trailer: pad + CRC.
   std::array<std::uint8_t, 3 + wire::kMpaCrcSize> trailer_{};
+  // Over the FPDU's bytes as they are taken, markers included; reset where an FPDU ends.
   wire::Crc32c crc_;
+
+  // Where the reader is in the stream: bytes taken since the first FPDU (markers included), and
+  // where the current FPDU began (its leading marker's place, if it has one).
+  std::uint64_t stream_at_ = 0;
+  std::uint64_t fpdu_start_ = 0;
+  std::array<std::uint8_t, wire::kMarkerSize> marker_{};  // a marker split across feeds
+  std::size_t marker_have_ = 0;
 };
 
 }  // namespace uwarp::proto

@@ -6,8 +6,9 @@
 namespace uwarp::proto {
 namespace {
 
-std::vector<std::uint8_t> build_frame(wire::MpaFrameKind kind, std::uint8_t revision, bool crc, bool reject,
-                                      const std::optional<wire::MpaEnhancedWords>& words,
+// A frame with the bits of `f` (kind, revision, markers, CRC, reject), the IRD/ORD words if any,
+// then the application's private data.
+std::vector<std::uint8_t> build_frame(wire::MpaFrame f, const std::optional<wire::MpaEnhancedWords>& words,
                                       ConstByteSpan app_data) {
   std::vector<std::uint8_t> pd;
   if (words) {
@@ -16,12 +17,7 @@ std::vector<std::uint8_t> build_frame(wire::MpaFrameKind kind, std::uint8_t revi
   }
   pd.insert(pd.end(), app_data.begin(), app_data.end());
   if (pd.size() > wire::kMpaMaxPrivateData) return {};
-  wire::MpaFrame f;
-  f.kind = kind;
-  f.crc = crc;
-  f.reject = reject;
   f.enhanced = words.has_value();
-  f.revision = revision;
   f.private_data = pd;
   std::vector<std::uint8_t> out(wire::kMpaFrameHeaderSize + pd.size());
   wire::encode_mpa_frame(f, out);
@@ -71,8 +67,12 @@ std::vector<std::uint8_t> MpaInitiator::request() const {
     }
     words = w;
   }
-  return build_frame(wire::MpaFrameKind::kRequest, offered_revision(params_), params_.crc, false, words,
-                     params_.private_data);
+  wire::MpaFrame f;
+  f.kind = wire::MpaFrameKind::kRequest;
+  f.revision = offered_revision(params_);
+  f.markers = params_.markers;
+  f.crc = params_.crc;
+  return build_frame(f, words, params_.private_data);
 }
 
 MpaProgress MpaInitiator::on_reply_bytes(ConstByteSpan received) {
@@ -100,8 +100,9 @@ MpaProgress MpaInitiator::on_reply_bytes(ConstByteSpan received) {
     p.reason = "connection rejected by the peer";
     return p;
   }
-  if (f.markers) return failed("peer requires MPA markers, which uwarp does not support");
   outcome_.crc = params_.crc || f.crc;
+  outcome_.send_markers = f.markers;
+  outcome_.receive_markers = params_.markers;
   std::optional<MpaProgress> refused = words ? agree_on_words(*words) : agree_without_words(f.revision);
   if (refused) return std::move(*refused);
   p.step = MpaStep::kDone;
@@ -180,6 +181,8 @@ std::vector<std::uint8_t> MpaResponder::accept(const MpaParams& local) {
   outcome_.revision = request_.revision;
   outcome_.enhanced = request_.enhanced;
   outcome_.crc = request_.crc || local.crc;
+  outcome_.send_markers = request_.markers;
+  outcome_.receive_markers = local.markers;
   std::optional<wire::MpaEnhancedWords> words;
   if (request_.words) {
     const auto& peer = *request_.words;
@@ -208,15 +211,23 @@ std::vector<std::uint8_t> MpaResponder::accept(const MpaParams& local) {
     outcome_.ord = clamp14(local.ord);
   }
   outcome_.peer_private_data = request_.private_data;
-  return build_frame(wire::MpaFrameKind::kReply, request_.revision, outcome_.crc, false, words,
-                     local.private_data);
+  wire::MpaFrame f;
+  f.kind = wire::MpaFrameKind::kReply;
+  f.revision = request_.revision;
+  f.markers = local.markers;
+  f.crc = outcome_.crc;
+  return build_frame(f, words, local.private_data);
 }
 
 std::vector<std::uint8_t> MpaResponder::reject(ConstByteSpan private_data) const {
   std::optional<wire::MpaEnhancedWords> words;
   if (request_.enhanced) words = wire::MpaEnhancedWords{};
-  const std::uint8_t rev = request_.revision == 1 ? 1 : 2;
-  return build_frame(wire::MpaFrameKind::kReply, rev, request_.crc, true, words, private_data);
+  wire::MpaFrame f;
+  f.kind = wire::MpaFrameKind::kReply;
+  f.revision = request_.revision == 1 ? 1 : 2;
+  f.crc = request_.crc;
+  f.reject = true;
+  return build_frame(f, words, private_data);
 }
 
 }  // namespace uwarp::proto

@@ -2,9 +2,12 @@
 // rejection with private data) and RFC 6581 (enhanced mode: IRD/ORD exchange and peer-to-peer
 // RTR selection). Sans I/O: bytes in, bytes and a verdict out; timeouts are the caller's.
 //
+// Markers (RFC 5044 section 5) are agreed per direction: the M bit of a frame asks the other
+// side to send markers to the frame's sender. uwarp asks for them only when told to, and sends
+// them whenever asked.
+//
 // Towards Linux siw (docs/interop.md): siw initiates with revision 2 and the enhanced bit and
 // cannot fall back; as responder it echoes the request's revision and flags and rejects markers.
-// uwarp never requests markers and refuses peers that ask for them.
 #pragma once
 
 #include <cstdint>
@@ -23,6 +26,7 @@ namespace uwarp::proto {
 struct MpaParams {
   std::uint8_t revision = 2;   // 1 or 2; revision 2 sends the RFC 6581 IRD/ORD words
   bool crc = false;            // ask for CRC (it is used if either side asks)
+  bool markers = false;        // ask the peer to send MPA markers
   bool peer_to_peer = false;   // RFC 6581 peer-to-peer mode: an RTR precedes all data
   bool offer_write_rtr = true;  // initiator: RTR kinds it can send
   bool offer_read_rtr = true;
@@ -36,6 +40,8 @@ struct MpaParams {
 struct MpaOutcome {
   std::uint8_t revision = 2;
   bool crc = false;
+  bool send_markers = false;     // the peer asked for markers: ours carry them
+  bool receive_markers = false;  // we asked for them: the peer's FPDUs carry them
   bool enhanced = false;
   std::uint16_t ird = 0;
   std::uint16_t ord = 0;

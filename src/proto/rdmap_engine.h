@@ -35,6 +35,8 @@ class RdmapEngine final : private RxDelegate {
  public:
   struct Params {
     bool crc = false;
+    bool send_markers = false;     // the peer asked for MPA markers in what it receives
+    bool receive_markers = false;  // we asked for them in what we receive
     std::uint16_t ird = 0;
     std::uint16_t ord = 0;
     RtrType send_rtr = RtrType::kNone;    // initiator: the RTR to send first

@@ -37,14 +37,14 @@ wire::RdmapOpcode send_opcode(const OutboundRequest& r) {
 
 }  // namespace
 
-RdmapTransmitter::RdmapTransmitter(const Links& links, bool crc, std::size_t max_ulpdu,
+RdmapTransmitter::RdmapTransmitter(const Links& links, const Framing& framing, std::size_t max_ulpdu,
                                    RtrType send_rtr, bool await_rtr)
     : port_(links.port),
       orq_(links.orq),
       irq_(links.irq),
       terminate_(links.terminate),
-      crc_(crc),
-      max_ulpdu_(max_ulpdu),
+      framing_(framing),
+      max_ulpdu_(ulpdu_limit(max_ulpdu)),
       send_rtr_(send_rtr),
       awaiting_rtr_(await_rtr) {
   gather_.reserve(16);
@@ -59,7 +59,7 @@ bool RdmapTransmitter::fill(TxBatch& batch, TxGate gate) {
       segmenter_.start(m);
     }
     const std::size_t before = batch.pending_bytes();
-    const bool done = segmenter_.fill(batch, max_ulpdu_, crc_);
+    const bool done = segmenter_.fill(batch, max_ulpdu_, framing_);
     added = added || batch.pending_bytes() != before;
     if (!done) break;  // the batch is full
   }

@@ -8,6 +8,7 @@
 // Thread: not thread-safe; the engine's owner thread.
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <optional>
@@ -40,7 +41,7 @@ class RdmapTransmitter {
   };
   // `send_rtr`: initiator, the RTR to send first; `await_rtr`: responder, nothing but a
   // Terminate goes before the peer's RTR.
-  RdmapTransmitter(const Links& links, bool crc, std::size_t max_ulpdu, RtrType send_rtr,
+  RdmapTransmitter(const Links& links, const Framing& framing, std::size_t max_ulpdu, RtrType send_rtr,
                    bool await_rtr);
 
   // Appends FPDUs to `batch`; true if it added any.
@@ -49,7 +50,8 @@ class RdmapTransmitter {
   // Read Response: its Read Request no longer counts against IRD.
   bool sent(std::uint64_t cookie);
 
-  void set_max_ulpdu(std::size_t max_ulpdu) { max_ulpdu_ = max_ulpdu; }
+  // FPDUs carry at most `max_ulpdu` bytes of ULPDU (capped with markers: wire/mpa_marker.h).
+  void set_max_ulpdu(std::size_t max_ulpdu) { max_ulpdu_ = ulpdu_limit(max_ulpdu); }
   // One zero-length RDMA Write to the RTR STag at the next message boundary.
   void queue_nudge() { nudge_pending_ = true; }
   // Responder: the peer's RTR has arrived; transmission may begin.
@@ -81,12 +83,17 @@ class RdmapTransmitter {
   void atomic_request(Message& m, const OutboundRequest& r);
   // RFC 7306: the Immediate Data message of request `seq` (its completion goes with it).
   void immediate_message(Message& m, std::uint64_t seq, bool solicited, std::uint64_t data);
+  // `max_ulpdu`, capped with markers so that an FPDU stays within wire::kMaxFpduWithMarkers.
+  std::size_t ulpdu_limit(std::size_t max_ulpdu) const {
+    return framing_.markers ? std::min(max_ulpdu, wire::max_ulpdu_for_fpdu_size(wire::kMaxFpduWithMarkers))
+                            : max_ulpdu;
+  }
 
   RdmapPort& port_;
   OutboundReadQueue& orq_;
   InboundReadQueue& irq_;
   OutboundTerminate& terminate_;
-  const bool crc_;
+  const Framing framing_;
   std::size_t max_ulpdu_;
 
   // RFC 6581.

@@ -8,7 +8,7 @@
 namespace uwarp::proto {
 
 void TxBatch::add_fpdu(const wire::DdpHeader& header, std::span<const iovec> payload,
-                       std::size_t payload_length, bool with_crc) {
+                       std::size_t payload_length, const Framing& framing) {
   const std::size_t ulpdu = header.size() + payload_length;
   auto& h = headers_[fpdus_];
   auto& t = trailers_[fpdus_];
@@ -18,8 +18,19 @@ void TxBatch::add_fpdu(const wire::DdpHeader& header, std::span<const iovec> pay
   const std::size_t hdr_len = wire::kMpaLengthFieldSize + header.size();
   const std::size_t pad = wire::fpdu_pad_length(ulpdu);
   std::memset(t.data(), 0, pad);
+  if (framing.markers) {
+    std::array<iovec, kMaxIov> pieces;
+    std::size_t n = 0;
+    pieces[n++] = iovec{h.data(), hdr_len};
+    for (const iovec& p : payload) {
+      if (p.iov_len > 0) pieces[n++] = p;
+    }
+    if (pad > 0) pieces[n++] = iovec{t.data(), pad};
+    add_fpdu_with_markers(std::span<const iovec>(pieces.data(), n), pad, framing.crc);
+    return;
+  }
   std::uint32_t crc = 0;
-  if (with_crc) {
+  if (framing.crc) {
     wire::Crc32c c;
     c.update(ConstByteSpan(h.data(), hdr_len));
     for (const iovec& p : payload) {
@@ -36,6 +47,45 @@ void TxBatch::add_fpdu(const wire::DdpHeader& header, std::span<const iovec> pay
   }
   iov_[iov_count_++] = iovec{t.data(), pad + wire::kMpaCrcSize};
   queued_bytes_ += hdr_len + payload_length + pad + wire::kMpaCrcSize;
+  fpdu_end_[fpdus_ - 1] = queued_bytes_;
+}
+
+void TxBatch::add_fpdu_with_markers(std::span<const iovec> pieces, std::size_t pad, bool with_crc) {
+  const std::size_t start = queued_bytes_;  // the FPDU's first byte, a marker's if one falls there
+  const std::size_t first_iov = iov_count_;
+  std::size_t at = start;
+  const auto marker_if_due = [&] {
+    if (phase_at(at) != 0) return;
+    auto& m = markers_[markers_used_++];
+    wire::store_marker(m.data(), static_cast<std::uint16_t>(at - start));
+    iov_[iov_count_++] = iovec{m.data(), m.size()};
+    at += m.size();
+  };
+  for (const iovec& piece : pieces) {
+    auto* p = static_cast<std::uint8_t*>(piece.iov_base);
+    std::size_t left = piece.iov_len;
+    while (left > 0) {
+      marker_if_due();
+      const std::size_t n = std::min(left, wire::kMarkerInterval - phase_at(at));
+      iov_[iov_count_++] = iovec{p, n};
+      p += n;
+      left -= n;
+      at += n;
+    }
+  }
+  marker_if_due();  // between the pad and the CRC: part of this FPDU
+  auto& t = trailers_[fpdus_ - 1];
+  std::uint32_t crc = 0;
+  if (with_crc) {
+    wire::Crc32c c;
+    for (std::size_t v = first_iov; v < iov_count_; ++v) {
+      c.update(ConstByteSpan(static_cast<const std::uint8_t*>(iov_[v].iov_base), iov_[v].iov_len));
+    }
+    crc = c.value();
+  }
+  wire::store_crc_trailer(t.data() + pad, crc);
+  iov_[iov_count_++] = iovec{t.data() + pad, wire::kMpaCrcSize};
+  queued_bytes_ = at + wire::kMpaCrcSize;
   fpdu_end_[fpdus_ - 1] = queued_bytes_;
 }
 
@@ -98,6 +148,8 @@ void TxBatch::reset_if_drained() {
 }
 
 void TxBatch::clear() {
+  phase_start_ = phase_at(sent_bytes_);  // what was not sent never reaches the stream
+  markers_used_ = 0;
   iov_count_ = sent_iov_ = 0;
   queued_bytes_ = sent_bytes_ = 0;
   fpdus_ = 0;
@@ -130,7 +182,7 @@ void MessageSegmenter::start(const Message& m) {
   piece_offset_ = 0;
 }
 
-bool MessageSegmenter::fill(TxBatch& batch, std::size_t max_ulpdu, bool with_crc) {
+bool MessageSegmenter::fill(TxBatch& batch, std::size_t max_ulpdu, const Framing& framing) {
   const std::size_t per_fpdu = max_ulpdu - msg_.header.size();
   // iovecs (plain structs) are not zeroed here, as an array of spans (2 KiB) would be on every
   // call: about a twentieth of a small message's instructions.
@@ -142,7 +194,8 @@ bool MessageSegmenter::fill(TxBatch& batch, std::size_t max_ulpdu, bool with_crc
     std::size_t n = 0;
     std::size_t piece = piece_;
     std::size_t piece_off = piece_offset_;
-    const std::size_t room = batch.free_iov() >= 2 ? batch.free_iov() - 2 : 0;
+    const std::size_t overhead = TxBatch::fpdu_iov_overhead(framing);
+    const std::size_t room = batch.free_iov() >= overhead ? batch.free_iov() - overhead : 0;
     while (got < want && n < room && piece < msg_.gather.size()) {
       const ConstByteSpan p = msg_.gather[piece];
       const std::size_t take = std::min(p.size() - piece_off, want - got);
@@ -161,7 +214,7 @@ bool MessageSegmenter::fill(TxBatch& batch, std::size_t max_ulpdu, bool with_crc
     }
     // No payload fits (no iovec room left): wait for the next batch rather than send an empty
     // segment that is not the last, which a Read Request or Terminate must never be.
-    if (!batch.can_add_fpdu(n) || (got < want && got == 0)) return false;
+    if (!batch.can_add_fpdu(n, framing) || (got < want && got == 0)) return false;
     wire::DdpHeader h = msg_.header;
     if (h.tagged) {
       h.tagged_offset = msg_.header.tagged_offset + offset_;
@@ -169,7 +222,7 @@ bool MessageSegmenter::fill(TxBatch& batch, std::size_t max_ulpdu, bool with_crc
       h.message_offset = static_cast<std::uint32_t>(offset_);
     }
     h.last = offset_ + got == msg_.length;
-    batch.add_fpdu(h, std::span<const iovec>(pieces.data(), n), got, with_crc);
+    batch.add_fpdu(h, std::span<const iovec>(pieces.data(), n), got, framing);
     offset_ += got;
     piece_ = piece;
     piece_offset_ = piece_off;

@@ -3,7 +3,10 @@
 // rules of RFC 5041 section 5.1: each segment fits in one FPDU, the L bit marks the last one).
 //
 // Payload bytes are never copied: iovecs point at registered memory, which the work request
-// keeps valid until its completion. Only headers and trailers live in the batch.
+// keeps valid until its completion. Only headers, markers and trailers live in the batch. With
+// markers (RFC 5044 section 5, wire/mpa_marker.h) the batch places one wherever the stream
+// reaches a multiple of 512 bytes, splitting the FPDU's pieces there; it keeps the stream's
+// place between markers across batches (it is the stream's one batch).
 // Thread: not thread-safe; one owner at a time (the QP's transmit lock).
 #pragma once
 
@@ -18,8 +21,15 @@
 #include "base/bytes.h"
 #include "wire/ddp.h"
 #include "wire/fpdu.h"
+#include "wire/mpa_marker.h"
 
 namespace uwarp::proto {
+
+// How FPDUs are framed on one connection, as MPA negotiated it for what this side sends.
+struct Framing {
+  bool crc = false;
+  bool markers = false;
+};
 
 class TxBatch {
  public:
@@ -39,17 +49,25 @@ class TxBatch {
   bool pop_sent(std::uint64_t& cookie);
   // Forget everything (after a connection error).
   void clear();
-  bool can_add_fpdu(std::size_t payload_pieces) const {
-    return fpdus_ < kMaxFpdus && iov_count_ + payload_pieces + 2 <= kMaxIov && marks_ < kMaxMarks;
+  bool can_add_fpdu(std::size_t payload_pieces, const Framing& f) const {
+    return fpdus_ < kMaxFpdus && iov_count_ + payload_pieces + fpdu_iov_overhead(f) <= kMaxIov &&
+           marks_ < kMaxMarks;
   }
   std::size_t free_iov() const { return kMaxIov - iov_count_; }
+  // iovecs an FPDU takes besides its payload pieces: header and trailer, and with markers (an
+  // FPDU of at most wire::kMaxFpduWithMarkers bytes besides them) each marker and the split it
+  // makes, and the trailer split in two.
+  static constexpr std::size_t fpdu_iov_overhead(const Framing& f) {
+    return f.markers ? 2 + 1 + 2 * kMaxMarkersPerFpdu : 2;
+  }
   // Some byte still to send is read from `memory`.
   bool reads_from(ConstByteSpan memory) const;
 
   // Appends one FPDU: `header` (the DDP header), then `payload` pieces, pad and the CRC trailer
-  // (computed when with_crc). The caller checked can_add_fpdu(payload.size()).
+  // (computed when framing.crc), with markers where they fall when framing.markers. The caller
+  // checked can_add_fpdu(payload.size(), framing).
   void add_fpdu(const wire::DdpHeader& header, std::span<const iovec> payload,
-                std::size_t payload_length, bool with_crc);
+                std::size_t payload_length, const Framing& framing);
   // Records that the message `cookie` ends with the last FPDU added.
   void mark_message_end(std::uint64_t cookie);
 
@@ -60,7 +78,16 @@ class TxBatch {
   void abandon_after_current_fpdu();
 
  private:
+  // The most markers an FPDU of wire::kMaxFpduWithMarkers bytes (besides them) can hold.
+  static constexpr std::size_t kMaxMarkersPerFpdu =
+      (wire::kMaxFpduWithMarkers + wire::kMarkerInterval - 1) / (wire::kMarkerInterval - wire::kMarkerSize) + 1;
+
   void reset_if_drained();
+  // add_fpdu with markers: the FPDU's pieces in order, a marker before every byte that falls on
+  // a marker's place, one before the CRC if the pad ends there.
+  void add_fpdu_with_markers(std::span<const iovec> pieces, std::size_t pad, bool with_crc);
+  // The stream's place between markers at `offset` bytes into the batch.
+  std::size_t phase_at(std::size_t offset) const { return wire::marker_phase(phase_start_ + offset); }
 
   std::array<iovec, kMaxIov> iov_{};
   std::size_t iov_count_ = 0;
@@ -76,6 +103,11 @@ class TxBatch {
   std::array<std::size_t, kMaxFpdus> fpdu_end_{};  // queued_bytes_ at the end of each FPDU
   std::size_t fpdus_ = 0;
   std::vector<std::uint8_t> tail_;  // the copied rest of a partly sent FPDU (abandon)
+  // Markers: the stream's place between markers where the batch's first byte goes (kept across
+  // clear(), which starts the next batch where the sent bytes ended), and the markers' bytes.
+  std::size_t phase_start_ = 0;
+  std::array<std::array<std::uint8_t, wire::kMarkerSize>, kMaxIov / 2> markers_{};
+  std::size_t markers_used_ = 0;
 
   struct Mark {
     std::size_t end_offset;  // queued_bytes_ when the message ended
@@ -101,7 +133,7 @@ class MessageSegmenter {
   // Some payload byte not yet segmented is read from `memory`.
   bool reads_from(ConstByteSpan memory) const;
   // Adds FPDUs to `batch` until the message is fully queued (returns true) or the batch is full.
-  bool fill(TxBatch& batch, std::size_t max_ulpdu, bool with_crc);
+  bool fill(TxBatch& batch, std::size_t max_ulpdu, const Framing& framing);
 
  private:
   Message msg_;

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Captures uwarp's traffic on the loopback interface while uwarp-perf runs Send, RDMA Write and
 # RDMA Read (CRC off, then on), and while rping runs through `uwarp-run --mpa` (CRC with
-# peer-to-peer, then MPA revision 1), and checks with tshark that every frame decodes as MPA / DDP /
+# peer-to-peer, MPA revision 1, a READ RTR, MPA markers without and with CRC), and checks with tshark that every frame decodes as MPA / DDP /
 # RDMAP: no "Malformed", no "Bad CRC32", every data-carrying TCP segment claimed by the iWARP
 # dissectors; and the same while qperf runs RFC 7306 atomics.
 # Usage: tests/capture/tshark_check.sh [BIN_DIR] [KEEP_DIR]
@@ -94,20 +94,30 @@ done
 
 # An unmodified program asking through uwarp-run --mpa for what rdma_conn_param cannot express.
 if command -v rping >/dev/null; then
-  for mpa in crc,p2p rev1 p2p-read; do
+  for mpa in crc,p2p rev1 p2p-read markers crc,markers; do
     name="rping-${mpa/,/-}"
     port=$((20000 + RANDOM % 20000))
+    # With markers, 1000-byte pings: a marker falls inside most FPDUs, not only at their start.
+    size=()
+    [[ "$mpa" == *markers* ]] && size=(-S 1000)
     start_capture "$name" "$port"
-    timeout 30 "$bin/uwarp-run" --mpa "$mpa" rping -s -a 127.0.0.1 -p "$port" -C 3 -v >"$work/$name.server" 2>&1 &
+    timeout 30 "$bin/uwarp-run" --mpa "$mpa" rping -s -a 127.0.0.1 -p "$port" -C 3 "${size[@]}" -v >"$work/$name.server" 2>&1 &
     server=$!
     sleep 0.5
     checks=$((checks + 1))
-    timeout 30 "$bin/uwarp-run" --mpa "$mpa" rping -c -a 127.0.0.1 -p "$port" -C 3 -v >"$work/$name.client" 2>&1 &&
+    timeout 30 "$bin/uwarp-run" --mpa "$mpa" rping -c -a 127.0.0.1 -p "$port" -C 3 "${size[@]}" -v >"$work/$name.client" 2>&1 &&
       wait "$server" || { fail "$name: rping failed"; cat "$work/$name.client" "$work/$name.server" >&2; }
     stop_and_decode "$name"
     expect_found "$name" "rdma-ping-2" "$work/$name.client"
     if [ "$mpa" = rev1 ]; then
       expect_found "$name" "Revision: 1" "$work/$name.decode.txt"
+    elif [[ "$mpa" == *markers* ]]; then
+      # Both sides asked (the M bit in request and reply); tshark takes the markers out, a
+      # marker inside an FPDU points back more than 0 bytes, and with CRC every CRC matches.
+      expect_found "$name" "Marker flag: True" "$work/$name.decode.txt"
+      expect_found "$name" "FPDU back pointer: [1-9][0-9]* bytes" "$work/$name.decode.txt"
+      expect_found "$name" "DDP/RDMA.* Read Response" "$work/$name.list.txt"
+      [ "$mpa" = markers ] || expect_found "$name" "Good CRC32" "$work/$name.decode.txt"
     elif [ "$mpa" = p2p-read ]; then
       # Only a READ RTR offered: the first DDP frame is a zero-length Read Request from the
       # active side (18-byte untagged header, 28-byte body, MPA length and CRC fields).

@@ -26,7 +26,7 @@ proto::MpaParams params(bool crc, bool peer_to_peer, std::uint16_t ird, std::uin
   return p;
 }
 
-// A request with the markers bit set (uwarp never sends one).
+// A request with the markers bit set: the initiator wants markers in what it receives.
 Bytes markers_request() {
   const Bytes words = {0x00, 0x01, 0x00, 0x01};
   wire::MpaFrame f;
@@ -96,7 +96,6 @@ TEST(cm_handshake_steps, RequestInEverySplitIsReportedOnceComplete) {
   }
   const RequestVerdict v = read_request(responder, request);
   EXPECT_EQ(v.next, RequestNext::kReport);
-  EXPECT_TRUE(v.refusal.empty());
 }
 
 TEST(cm_handshake_steps, BytesAfterTheRequestDropTheConnection) {
@@ -112,21 +111,24 @@ TEST(cm_handshake_steps, BrokenRequestDropsTheConnection) {
   const RequestVerdict v = read_request(
       responder, ConstByteSpan(reinterpret_cast<const std::uint8_t*>(junk.data()), junk.size()));
   EXPECT_EQ(v.next, RequestNext::kDrop);
-  EXPECT_TRUE(v.refusal.empty());
 }
 
-TEST(cm_handshake_steps, MarkersAreRefusedWithAReplySayingWhy) {
-  proto::MpaResponder responder;
-  const RequestVerdict v = read_request(responder, markers_request());
-  ASSERT_EQ(v.next, RequestNext::kRefuse);
-  auto reply = wire::decode_mpa_frame(wire::MpaFrameKind::kReply, v.refusal);
-  ASSERT_TRUE(reply);
-  EXPECT_EQ(reply->consumed, v.refusal.size());
-  EXPECT_TRUE(reply->frame.reject);
-  EXPECT_FALSE(reply->frame.markers);
-  EXPECT_TRUE(reply->frame.enhanced);
-  const ConstByteSpan app = reply->frame.private_data.subspan(wire::kMpaEnhancedWordsSize);
-  EXPECT_EQ(std::string(app.begin(), app.end()), "uwarp: MPA markers not supported");
+TEST(cm_handshake_steps, MarkersAreAgreedPerDirection) {
+  // The initiator asked for markers: the responder sends them, and receives them only if it
+  // asks too (its reply's M bit).
+  for (const bool responder_asks : {false, true}) {
+    proto::MpaResponder responder;
+    ASSERT_EQ(read_request(responder, markers_request()).next, RequestNext::kReport);
+    proto::MpaParams local;
+    local.markers = responder_asks;
+    auto reply = wire::decode_mpa_frame(wire::MpaFrameKind::kReply, responder.accept(local));
+    ASSERT_TRUE(reply);
+    EXPECT_FALSE(reply->frame.reject);
+    EXPECT_EQ(reply->frame.markers, responder_asks);
+    const verbs::LinkParams link = link_params(responder.outcome(), /*initiator=*/false);
+    EXPECT_TRUE(link.send_markers);
+    EXPECT_EQ(link.receive_markers, responder_asks);
+  }
 }
 
 TEST(cm_handshake_steps, ResponderLinkWaitsForTheRtrItChose) {

@@ -1,5 +1,6 @@
 // End-to-end over loopback TCP through the native API: every operation, sizes from 0 bytes to
-// 16 MiB, CRC off and on, data verified byte for byte.
+// 16 MiB, CRC off and on, MPA markers in neither, one or both directions, data verified byte for
+// byte.
 #include <gtest/gtest.h>
 
 #include <numeric>
@@ -16,10 +17,19 @@ void fill_pattern(std::vector<std::uint8_t>& b, std::size_t n, std::uint32_t see
   std::copy(p.begin(), p.end(), b.begin());
 }
 
+// Which side asks for MPA markers in what it receives.
+enum class Markers : std::uint8_t { kNone, kToClient, kToServer, kBoth };
+
 struct Case {
   std::size_t size;
   bool crc;
+  Markers markers = Markers::kNone;
 };
+
+std::string case_name(const Case& c) {
+  static constexpr const char* kMarkers[] = {"", "_markers_to_client", "_markers_to_server", "_markers"};
+  return std::to_string(c.size) + (c.crc ? "_crc" : "_nocrc") + kMarkers[static_cast<int>(c.markers)];
+}
 
 class LoopbackOps : public ::testing::TestWithParam<Case> {};
 
@@ -28,10 +38,16 @@ TEST_P(LoopbackOps, SendWriteReadVerified) {
   ConnectedPair::Options o;
   o.buffer_size = std::max<std::size_t>(c.size, 64);
   o.client_params.crc = c.crc;
+  o.client_params.markers = c.markers == Markers::kToClient || c.markers == Markers::kBoth;
+  o.server_params.markers = c.markers == Markers::kToServer || c.markers == Markers::kBoth;
   ConnectedPair p(o);
   ASSERT_TRUE(p.connected);
   Side& cl = *p.client;
   Side& sv = *p.server;
+  EXPECT_EQ(p.client->conn.receives_markers(), o.client_params.markers);
+  EXPECT_EQ(p.client->conn.sends_markers(), o.server_params.markers);
+  EXPECT_EQ(p.server->conn.receives_markers(), o.server_params.markers);
+  EXPECT_EQ(p.server->conn.sends_markers(), o.client_params.markers);
 
   // Send: the server posts a receive, the client sends.
   fill_pattern(cl.buf, c.size, 1);
@@ -91,10 +107,15 @@ INSTANTIATE_TEST_SUITE_P(
     ::testing::Values(Case{0, false}, Case{1, false}, Case{63, false}, Case{4096, false},
                       Case{65536, false}, Case{1 << 20, false}, Case{16 << 20, false},
                       Case{0, true}, Case{1, true}, Case{4096, true}, Case{65536, true},
-                      Case{1 << 20, true}, Case{16 << 20, true}),
-    [](const auto& test_info) {
-      return std::to_string(test_info.param.size) + (test_info.param.crc ? "_crc" : "_nocrc");
-    });
+                      Case{1 << 20, true}, Case{16 << 20, true},
+                      Case{0, false, Markers::kBoth}, Case{1, false, Markers::kBoth},
+                      Case{509, false, Markers::kBoth}, Case{65536, false, Markers::kBoth},
+                      Case{1 << 20, false, Markers::kBoth}, Case{16 << 20, false, Markers::kBoth},
+                      Case{1, true, Markers::kBoth}, Case{65536, true, Markers::kBoth},
+                      Case{1 << 20, true, Markers::kBoth}, Case{65536, false, Markers::kToClient},
+                      Case{65536, false, Markers::kToServer}, Case{65536, true, Markers::kToClient},
+                      Case{65536, true, Markers::kToServer}),
+    [](const auto& test_info) { return case_name(test_info.param); });
 
 // A Send with Solicited Event wakes a CQ armed for solicited completions; a plain Send does not.
 TEST(LoopbackEvents, SolicitedEventFiresOnlyForSolicitedSends) {

@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cstdio>
 #include <map>
+#include <numeric>
 #include <optional>
 #include <random>
 #include <string>
@@ -14,6 +15,7 @@
 
 #include "integration/raw_peer.h"
 #include "support/connected_pair.h"
+#include "support/marker_model.h"
 #include "uwarp/uwarp.h"
 #include "wire/rdmap_ext.h"
 
@@ -921,24 +923,57 @@ TEST_F(TerminateTest, MpaReplyWithWrongKey) {
   ASSERT_NO_FATAL_FAILURE(verify_bystander());
 }
 
-TEST_F(TerminateTest, MpaRequestWithMarkersIsRejected) {
-  raw_ = RawPeer::connect_to("127.0.0.1", listener_->port());
-  ASSERT_TRUE(raw_.valid());
+TEST_F(TerminateTest, MpaMarkersAskedForAreSent) {
+  // The peer asks for markers (M in its request); uwarp accepts, does not ask for them itself,
+  // and its first FPDU (here a Read Response) begins with a marker pointing at itself.
   RawMpaOptions req;
   req.markers = true;
-  ASSERT_TRUE(raw_.send_mpa_request(req));
-  auto reply = raw_.read_mpa(wire::MpaFrameKind::kReply, kTimeoutMs);
-  ASSERT_TRUE(reply);
-  EXPECT_TRUE(reply->reject);
-  EXPECT_FALSE(reply->markers);
-  EXPECT_EQ(reply->revision, 2);
-  const std::string why(reply->app_data.begin(), reply->app_data.end());
-  EXPECT_NE(why.find("markers"), std::string::npos) << "private data: " << why;
-  EXPECT_TRUE(raw_.wait_closed(kTimeoutMs));
-  // The application never saw the request.
-  auto ev = server_ch_->get_event(0);
-  EXPECT_FALSE(ev) << "unexpected event " << to_string(ev->type);
-  ASSERT_NO_FATAL_FAILURE(verify_bystander());
+  ASSERT_NO_FATAL_FAILURE(connect_raw(req));
+  std::iota(rw_buf_.begin(), rw_buf_.begin() + 600, std::uint8_t{1});
+  wire::ReadRequest rr;
+  rr.sink_stag = 0x1234;
+  rr.sink_to = 0;
+  rr.size = 600;
+  rr.source_stag = keys_.rw_stag;
+  rr.source_to = keys_.rw_addr;
+  ASSERT_TRUE(raw_.send_fpdu(RawPeer::untagged_header(RdmapOpcode::kReadRequest, wire::kQueueReadRequest, 1),
+                             RawPeer::read_request_body(rr)));
+  // 600 bytes in one FPDU (loopback's MSS): marker, then the FPDU up to byte 512 of the stream,
+  // a marker pointing 512 back, the rest.
+  const auto h = RawPeer::tagged_header(RdmapOpcode::kReadResponse, 0x1234, 0);
+  const std::vector<std::uint8_t> plain =
+      RawPeer::build_fpdu(h, std::vector<std::uint8_t>(rw_buf_.begin(), rw_buf_.begin() + 600), false);
+  const std::vector<std::uint8_t> expected = with_markers(plain, false);
+  ASSERT_EQ(expected.size(), plain.size() + 8);
+  std::vector<std::uint8_t> got(expected.size());
+  ASSERT_EQ(raw_.read_exact(got.data(), got.size(), RawPeer::deadline_after(kTimeoutMs)), ReadStatus::kOk);
+  EXPECT_EQ(got, expected);
+  EXPECT_EQ(qp_->state(), QpState::kRts);
+}
+
+TEST_F(TerminateTest, MpaMarkerThatPointsWrong) {
+  // uwarp asks for markers; the peer's first Write carries right ones and lands, the second
+  // carries one that points 4 bytes off: RFC 5044 section 8, "marker and ULPDU length mismatch".
+  ConnectionParams server;
+  server.markers = true;
+  ASSERT_NO_FATAL_FAILURE(connect_raw({}, server));
+  const auto first = pattern(100, 21);
+  const auto second = pattern(600, 22);
+  const auto h1 = RawPeer::tagged_header(RdmapOpcode::kRdmaWrite, keys_.rw_stag, keys_.rw_addr);
+  const auto h2 = RawPeer::tagged_header(RdmapOpcode::kRdmaWrite, keys_.rw_stag, keys_.rw_addr + 1000);
+  std::vector<std::uint8_t> plain = RawPeer::build_fpdu(h1, first, false);
+  const std::vector<std::uint8_t> f2 = RawPeer::build_fpdu(h2, second, false);
+  plain.insert(plain.end(), f2.begin(), f2.end());
+  std::vector<std::uint8_t> stream = with_markers(plain, false);
+  ASSERT_EQ(stream[512 + 3] % 4, 0);
+  stream[512 + 3] = static_cast<std::uint8_t>(stream[512 + 3] + 4);
+  ASSERT_TRUE(raw_.send_raw(stream));
+  Expected e;
+  e.code = wire::term::kLlpBadFpdu;
+  e.ddp_header = RawPeer::header_bytes(h2);
+  e.segment_length = static_cast<std::uint16_t>(h2.size() + second.size());
+  ASSERT_NO_FATAL_FAILURE(expect_terminate(e));
+  EXPECT_TRUE(std::equal(first.begin(), first.end(), rw_buf_.begin()));
 }
 
 TEST_F(TerminateTest, GarbageInsteadOfMpaRequest) {

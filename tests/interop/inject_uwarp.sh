@@ -82,11 +82,14 @@ verdicts() {
 
 # 1. Frames after verbs_peer's hellos, and MPA requests (MPA revision 2, no CRC). uwarp takes the
 # request with 257 bytes of private data (RFC 5044 allows 512), which verbs_peer then sees
-# break off: it runs last, so that verbs_peer's count of connections ends with it.
+# break off: it runs last, so that verbs_peer's count of connections ends with it. The same for
+# the request asking for markers (uwarp sends them), in a cell of its own.
 frames=send-bad-qn,send-bad-msn,send-bad-mo,read-bad-msn,read-bad-qn,read-ird-0,read-beyond-ird,ddp-version-tagged,ddp-version-untagged,rdmap-version,opcode-unknown,opcode-atomic,write-to-wrap,write-segment-stag,write-segment-to,rresp-unsolicited,fpdu-short,terminate,terminate-short,terminate-bad-layer,terminate-bad-qn
-refused=mpa-bad-key,mpa-markers,mpa-revision-3
+refused=mpa-bad-key,mpa-revision-3
 connect_cell frames 22 --faults "$refused,$frames,mpa-pd-257"
 verdicts frames "$refused,$frames,mpa-pd-257"
+connect_cell markers 1 --faults mpa-markers
+verdicts markers mpa-markers
 log=$tmp/frames.server.log
 for f in ${frames//,/ }; do
   expect "$log" "inject $f: error reported: yes, disconnected" "frames: $f (verbs_peer)"
@@ -119,8 +122,9 @@ connect_cell crc 3 --crc --mpa1 --faults "$crc_faults"
 verdicts crc "$crc_faults"
 expect "$tmp/crc.server.log" "sent Terminate LLP/0/0x02" "crc: crc-bad"
 
-# 3. uwarp initiating: MPA replies it refuses (verbs_peer's client asks for peer-to-peer).
-reply_faults=reply-bad-key,reply-ord-200,reply-no-rtr,reply-markers
+# 3. uwarp initiating: MPA replies it refuses (verbs_peer's client asks for peer-to-peer). A reply
+# asking for markers is not among them: uwarp sends markers then.
+reply_faults=reply-bad-key,reply-ord-200,reply-no-rtr
 port=$(free_port) || fail "replies: no free port"
 timeout 120 "$bin/siw_inject" listen --peer uwarp --port "$port" --faults "$reply_faults" \
   > "$tmp/replies.inject.log" 2>&1 &

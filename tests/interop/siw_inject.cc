@@ -528,19 +528,6 @@ bool check_close_no_terminate(Session& s, const Fault& f, int timeout_ms,
 
 constexpr std::uint32_t kBadQueue = 5;
 
-// uwarp's refusal of markers (docs/interop.md): R set, M cleared, its IRD/ORD words zero and a
-// reason as private data.
-Bytes uwarp_markers_reply() {
-  const std::string key = "MPA ID Rep Frame", why = "uwarp: MPA markers not supported";
-  Bytes b(key.begin(), key.end());
-  const std::size_t pd = uwarp::wire::kMpaEnhancedWordsSize + why.size();
-  b.insert(b.end(),
-           {0x30, 0x02, static_cast<std::uint8_t>(pd >> 8), static_cast<std::uint8_t>(pd)});
-  b.insert(b.end(), uwarp::wire::kMpaEnhancedWordsSize, 0x00);
-  b.insert(b.end(), why.begin(), why.end());
-  return b;
-}
-
 std::vector<Fault> make_faults() {
   using uwarp::wire::kQueueReadRequest;
   std::vector<Fault> v;
@@ -838,8 +825,8 @@ std::vector<Fault> make_faults() {
        // the request's key and bits less M plus R, and siw's IRD/ORD words, still zero
        .mpa_reply = {'M', 'P', 'A', ' ', 'I',  'D',  ' ',  'R',  'e',  'p',  ' ',  'F',
                      'r', 'a', 'm', 'e', 0x30, 0x02, 0x00, 0x04, 0x00, 0x00, 0x00, 0x00},
-       .uwarp_answer = Answer::kMpaReject,
-       .uwarp_mpa_reply = uwarp_markers_reply()});
+       // uwarp takes the request and sends markers (RFC 5044 section 5)
+       .uwarp_answer = Answer::kMpaAccept});
   add({.name = "mpa-revision-3",
        .condition = "MPA request with revision 3",
        .rfc = "LLP/0/0x04, or the close",
@@ -892,13 +879,13 @@ std::vector<Fault> make_faults() {
        .control = {0x02, 0x07, 0x00, 0x00},
        .reply = no_rtr,
        .uwarp_control = {0x20, 0x07, 0x00, 0x00}});
+  // Not a fault for uwarp, which takes such a reply and sends markers: siw only.
   add({.name = "reply-markers",
        .condition = "MPA reply with markers (M)",
        .rfc = "the close (markers are negotiable; siw supports none)",
        .listen = true,
        .answer = Answer::kCloseNoTerminate,
-       .reply = markers,
-       .uwarp_answer = Answer::kCloseNoTerminate});
+       .reply = markers});
   return v;
 }
 

@@ -686,14 +686,16 @@ if want perftest && [ -x "$run" ] && [ -x /usr/bin/ib_write_bw ]; then
   # connect_delay.c): its server in the guest needs that long to listen again under TCG.
   delay=""
   [ -f "$bin/libinterop_connect_delay.so" ] && delay="LD_PRELOAD=$bin/libinterop_connect_delay.so"
+  # Up to 5 attempts: siw's failed last Send of the closing handshake (docs/interop.md) took 2
+  # and 3 attempts of ib_write_bw, siw active, in two of three runs of this group on a loaded host.
   for t in write read send; do
-    active "ib_${t}_bw, uwarp active" default "ib_${t}_bw -R -d siw0 -p PORT -s 65536 -n 50" "$delay $run ib_${t}_bw -R -p PORT -s 65536 -n 50 127.0.0.1" 3
+    active "ib_${t}_bw, uwarp active" default "ib_${t}_bw -R -d siw0 -p PORT -s 65536 -n 50" "$delay $run ib_${t}_bw -R -p PORT -s 65536 -n 50 127.0.0.1" 5
     finish "uwarp-run ib_${t}_bw -R -> siw ib_${t}_bw -R, 64 KiB x 50"
-    active "ib_${t}_lat, uwarp active" default "ib_${t}_lat -R -d siw0 -p PORT -s 64 -n 100" "$delay $run ib_${t}_lat -R -p PORT -s 64 -n 100 127.0.0.1" 3
+    active "ib_${t}_lat, uwarp active" default "ib_${t}_lat -R -d siw0 -p PORT -s 64 -n 100" "$delay $run ib_${t}_lat -R -p PORT -s 64 -n 100 127.0.0.1" 5
     finish "uwarp-run ib_${t}_lat -R -> siw ib_${t}_lat -R, 64 B x 100"
-    passive "ib_${t}_bw, siw active" default "$run ib_${t}_bw -R -p PORT -s 65536 -n 50" "ib_${t}_bw -R -d siw0 -p PORT -s 65536 -n 50 \$HOST_IP" 3
+    passive "ib_${t}_bw, siw active" default "$run ib_${t}_bw -R -p PORT -s 65536 -n 50" "ib_${t}_bw -R -d siw0 -p PORT -s 65536 -n 50 \$HOST_IP" 5
     finish "siw ib_${t}_bw -R -> uwarp-run ib_${t}_bw -R, 64 KiB x 50"
-    passive "ib_${t}_lat, siw active" default "$run ib_${t}_lat -R -p PORT -s 64 -n 100" "ib_${t}_lat -R -d siw0 -p PORT -s 64 -n 100 \$HOST_IP" 3
+    passive "ib_${t}_lat, siw active" default "$run ib_${t}_lat -R -p PORT -s 64 -n 100" "ib_${t}_lat -R -d siw0 -p PORT -s 64 -n 100 \$HOST_IP" 5
     finish "siw ib_${t}_lat -R -> uwarp-run ib_${t}_lat -R, 64 B x 100"
   done
 elif want perftest; then

@@ -42,11 +42,19 @@ TEST(MpaChoice, PeerToPeerOffersBothRtrsOrTheOneNamed) {
   EXPECT_FALSE(parse_mpa_choice("rev1,p2p-read"));
 }
 
-TEST(MpaChoice, UnknownWordIsNamed) {
+TEST(MpaChoice, MarkersAreAskedFor) {
   auto c = parse_mpa_choice("crc,markers");
+  ASSERT_TRUE(c);
+  EXPECT_TRUE(c->crc);
+  EXPECT_TRUE(c->markers);
+  EXPECT_FALSE(parse_mpa_choice("crc")->markers);
+}
+
+TEST(MpaChoice, UnknownWordIsNamed) {
+  auto c = parse_mpa_choice("crc,marker");
   ASSERT_FALSE(c);
   EXPECT_EQ(c.error().code(), Errc::kInvalidArgument);
-  EXPECT_NE(c.error().message().find("'markers'"), std::string::npos) << c.error().message();
+  EXPECT_NE(c.error().message().find("'marker'"), std::string::npos) << c.error().message();
 }
 
 TEST(MpaChoice, PeerToPeerNeedsRevisionTwo) {

@@ -268,10 +268,10 @@ group_rping() {
 
   # UWARP_MPA (uwarp-run --mpa): a word it does not know fails the program's first rdma_cm call,
   # naming the word (what the choices do on the wire: tests/capture/tshark_check.sh).
-  if UWARP_MPA=crc,markers client rping_bad_mpa 10 rping -c -a 127.0.0.1 -p 21005 -C 1; then
-    fail "rping with UWARP_MPA=crc,markers succeeded"
+  if UWARP_MPA=crc,marker client rping_bad_mpa 10 rping -c -a 127.0.0.1 -p 21005 -C 1; then
+    fail "rping with UWARP_MPA=crc,marker succeeded"
   fi
-  expect "$tmp/rping_bad_mpa.client" "UWARP_MPA=crc,markers: unknown word 'markers'"
+  expect "$tmp/rping_bad_mpa.client" "UWARP_MPA=crc,marker: unknown word 'marker'"
 }
 
 perftest_pair() {

@@ -470,11 +470,17 @@ TEST(proto_mpa_negotiator, IrdOrdAreTheMinimaOfWhatEachSideCanDo) {
   EXPECT_EQ(h2.initiator.outcome().rtr, RtrType::kNone);
 }
 
-TEST(proto_mpa_negotiator, ResponderRecordsMarkersAndRefusesBrokenRequests) {
-  // Markers asked: recorded, so that the CM can reject (uwarp does not do markers).
+TEST(proto_mpa_negotiator, ResponderSendsTheMarkersAskedForAndRefusesBrokenRequests) {
+  // Markers asked: the reply accepts, and the responder sends markers (it does not ask for them).
   MpaResponder r;
   ASSERT_EQ(r.on_request_bytes(siw_frame(false, 0x90, 2, {0, 1, 0, 1})).step, MpaStep::kDone);
   EXPECT_TRUE(r.request().markers);
+  const auto reply = wire::decode_mpa_frame(wire::MpaFrameKind::kReply, r.accept(rping_params(false, false)));
+  ASSERT_TRUE(reply);
+  EXPECT_FALSE(reply->frame.markers);
+  EXPECT_FALSE(reply->frame.reject);
+  EXPECT_TRUE(r.outcome().send_markers);
+  EXPECT_FALSE(r.outcome().receive_markers);
   // S set but no room for the IRD/ORD words.
   MpaResponder r2;
   EXPECT_EQ(r2.on_request_bytes(siw_frame(false, 0x10, 2, {0, 1})).step, MpaStep::kFailed);
@@ -485,9 +491,31 @@ TEST(proto_mpa_negotiator, ResponderRecordsMarkersAndRefusesBrokenRequests) {
   EXPECT_EQ(r4.on_request_bytes(siw_frame(false, 0x00, 0, {})).step, MpaStep::kFailed);
 }
 
-TEST(proto_mpa_negotiator, InitiatorRefusesMarkersAndBrokenReplies) {
+TEST(proto_mpa_negotiator, MarkersAreAgreedPerDirection) {
+  // The M bit of each frame asks the other side to send markers.
+  for (const bool initiator_asks : {false, true}) {
+    for (const bool responder_asks : {false, true}) {
+      MpaParams init = rping_params(false, true);
+      init.markers = initiator_asks;
+      MpaParams resp = rping_params(false, false);
+      resp.markers = responder_asks;
+      Handshake h(init, resp);
+      ASSERT_EQ(h.reply_progress.step, MpaStep::kDone);
+      EXPECT_EQ(h.responder.request().markers, initiator_asks);
+      EXPECT_EQ(h.initiator.outcome().send_markers, responder_asks);
+      EXPECT_EQ(h.initiator.outcome().receive_markers, initiator_asks);
+      EXPECT_EQ(h.responder.outcome().send_markers, initiator_asks);
+      EXPECT_EQ(h.responder.outcome().receive_markers, responder_asks);
+    }
+  }
+  // A reply from a peer that wants markers (M in the reply): the initiator sends them.
   MpaInitiator i(rping_params(false, false));
-  EXPECT_EQ(i.on_reply_bytes(siw_frame(true, 0x90, 2, {0, 1, 0, 1})).step, MpaStep::kFailed);
+  EXPECT_EQ(i.on_reply_bytes(siw_frame(true, 0x90, 2, {0, 1, 0, 1})).step, MpaStep::kDone);
+  EXPECT_TRUE(i.outcome().send_markers);
+  EXPECT_FALSE(i.outcome().receive_markers);
+}
+
+TEST(proto_mpa_negotiator, InitiatorRefusesBrokenReplies) {
   MpaInitiator i2(rping_params(false, false));
   const MpaProgress p2 = i2.on_reply_bytes(siw_frame(true, 0x10, 2, {0, 1}));
   EXPECT_EQ(p2.step, MpaStep::kFailed);

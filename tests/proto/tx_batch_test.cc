@@ -48,7 +48,7 @@ Drained send_message(const MessageSegmenter::Message& m, std::size_t max_ulpdu, 
   seg.start(m);
   Drained out;
   for (int i = 0; i < 10000; ++i) {
-    const bool done = seg.fill(batch, max_ulpdu, crc);
+    const bool done = seg.fill(batch, max_ulpdu, Framing{.crc = crc});
     drain(batch, out);
     if (done) break;
   }
@@ -138,12 +138,12 @@ TEST(proto_tx_batch, ZeroLengthMessagesAreOneHeaderOnlyFpdu) {
   w.header = tagged_header(RdmapOpcode::kRdmaWrite, 1, 0);
   w.cookie = 1;
   seg.start(w);
-  ASSERT_TRUE(seg.fill(batch, kMaxUlpdu, true));
+  ASSERT_TRUE(seg.fill(batch, kMaxUlpdu, Framing{.crc = true}));
   MessageSegmenter::Message s;
   s.header = untagged_header(RdmapOpcode::kSend, 0, 1);
   s.cookie = 2;
   seg.start(s);
-  ASSERT_TRUE(seg.fill(batch, kMaxUlpdu, true));
+  ASSERT_TRUE(seg.fill(batch, kMaxUlpdu, Framing{.crc = true}));
   const Bytes all = testing::flatten(batch.pending());
   const auto fpdus = parse_all(all);
   ASSERT_EQ(fpdus.size(), 2u);
@@ -218,7 +218,7 @@ TEST(proto_tx_batch, GatherListsWithManyAndEmptyPieces) {
     Drained d;
     int fills = 0;
     for (; fills < 10000; ++fills) {
-      const bool done = seg.fill(batch, max_ulpdu, true);
+      const bool done = seg.fill(batch, max_ulpdu, Framing{.crc = true});
       for (const iovec& v : batch.pending()) EXPECT_GT(v.iov_len, 0u) << "empty iovec";
       drain(batch, d);
       if (done) break;
@@ -258,13 +258,13 @@ TEST(proto_tx_batch, MessageLongerThanOneBatchContinuesInTheNext) {
   MessageSegmenter seg;
   seg.start(m);
   // Each FPDU takes three iovecs (header, payload, trailer): 42 fit in 128.
-  EXPECT_FALSE(seg.fill(batch, max_ulpdu, false));
+  EXPECT_FALSE(seg.fill(batch, max_ulpdu, Framing{}));
   EXPECT_TRUE(seg.active());
   Drained d;
   drain(batch, d);
   EXPECT_TRUE(d.cookies.empty());
   EXPECT_EQ(parse_all(d.bytes).size(), TxBatch::kMaxIov / 3);
-  EXPECT_TRUE(seg.fill(batch, max_ulpdu, false));
+  EXPECT_TRUE(seg.fill(batch, max_ulpdu, Framing{}));
   EXPECT_FALSE(seg.active());
   drain(batch, d);
   const auto fpdus = parse_all(d.bytes);
@@ -289,19 +289,19 @@ struct ThreeMessages {
     m.length = a.size();
     m.cookie = 11;
     seg.start(m);
-    ASSERT_TRUE(seg.fill(batch, kMaxUlpdu, true));
+    ASSERT_TRUE(seg.fill(batch, kMaxUlpdu, Framing{.crc = true}));
     m.header = tagged_header(RdmapOpcode::kRdmaWrite, 2, 0);
     m.gather = gb;
     m.length = 0;
     m.cookie = 22;
     seg.start(m);
-    ASSERT_TRUE(seg.fill(batch, kMaxUlpdu, true));
+    ASSERT_TRUE(seg.fill(batch, kMaxUlpdu, Framing{.crc = true}));
     m.header = untagged_header(RdmapOpcode::kSend, 0, 2);
     m.gather = gc;
     m.length = c.size();
     m.cookie = 33;
     seg.start(m);
-    ASSERT_TRUE(seg.fill(batch, kMaxUlpdu, true));
+    ASSERT_TRUE(seg.fill(batch, kMaxUlpdu, Framing{.crc = true}));
   }
 };
 
@@ -401,7 +401,7 @@ TEST(proto_tx_batch, FullIovecRoomNeverProducesAnEmptyMiddleSegment) {
     m.length = 1;
     m.cookie = i;
     seg.start(m);
-    ASSERT_TRUE(seg.fill(batch, kMaxUlpdu, false));
+    ASSERT_TRUE(seg.fill(batch, kMaxUlpdu, Framing{}));
   }
   ASSERT_EQ(batch.free_iov(), 2u);
   MessageSegmenter::Message rr;
@@ -412,7 +412,7 @@ TEST(proto_tx_batch, FullIovecRoomNeverProducesAnEmptyMiddleSegment) {
   seg.start(rr);
   Drained d;
   for (int i = 0; i < 10 && seg.active(); ++i) {
-    seg.fill(batch, kMaxUlpdu, false);
+    seg.fill(batch, kMaxUlpdu, Framing{});
     drain(batch, d);
   }
   ASSERT_FALSE(seg.active());
@@ -434,20 +434,20 @@ TEST(proto_tx_batch, LimitsOnFpdusAndMarks) {
     m.header = tagged_header(RdmapOpcode::kRdmaWrite, 1, 0);
     m.cookie = i;
     seg.start(m);
-    ASSERT_TRUE(seg.fill(batch, kMaxUlpdu, true));
+    ASSERT_TRUE(seg.fill(batch, kMaxUlpdu, Framing{.crc = true}));
   }
-  EXPECT_FALSE(batch.can_add_fpdu(0));
+  EXPECT_FALSE(batch.can_add_fpdu(0, Framing{}));
   MessageSegmenter::Message m;
   m.header = tagged_header(RdmapOpcode::kRdmaWrite, 1, 0);
   m.cookie = 1000;
   seg.start(m);
   const std::size_t before = batch.pending_bytes();
-  EXPECT_FALSE(seg.fill(batch, kMaxUlpdu, true));
+  EXPECT_FALSE(seg.fill(batch, kMaxUlpdu, Framing{.crc = true}));
   EXPECT_EQ(batch.pending_bytes(), before);
   Drained d;
   drain(batch, d);
   EXPECT_EQ(d.cookies.size(), TxBatch::kMaxFpdus);
-  EXPECT_TRUE(seg.fill(batch, kMaxUlpdu, true));
+  EXPECT_TRUE(seg.fill(batch, kMaxUlpdu, Framing{.crc = true}));
   drain(batch, d);
   EXPECT_EQ(d.cookies.back(), 1000u);
 }
