@@ -4,7 +4,8 @@
 // in the same state, failure and quoted header included. (feed() takes an FPDU that lies whole in
 // its input in one step, and one that is cut in rounds of its state machine.)
 //
-// Input: one byte of flags (bit 0: CRC on), four bytes that seed the piece sizes, then the stream.
+// Input: one byte of flags (bit 0: CRC on; bit 1: MPA markers expected, a marker split across
+// pieces included), four bytes that seed the piece sizes, then the stream.
 // The sink decides from the header alone, so that every run gets the same answers: buffered for
 // untagged Read Requests and Terminates, and otherwise by the low bits of the STag (tagged) or
 // the MSN (untagged): scatter into two spans of an arena, a scatter list shorter than the
@@ -98,9 +99,9 @@ struct Outcome {
 };
 
 template <typename NextPiece>
-Outcome run(ConstByteSpan stream, bool crc, NextPiece next_piece) {
+Outcome run(ConstByteSpan stream, bool crc, bool markers, NextPiece next_piece) {
   Sink sink;
-  FpduReader reader(sink, crc);
+  FpduReader reader(sink, crc, markers);
   Outcome o;
   std::size_t at = 0;
   while (at < stream.size() && !reader.failed()) {
@@ -137,12 +138,13 @@ bool same(const Outcome& a, const Outcome& b) {
 void fuzz(ConstByteSpan in) {
   if (in.size() < 5) return;
   const bool crc = (in[0] & 1) != 0;
+  const bool markers = (in[0] & 2) != 0;
   std::uint32_t seed = load_be32(in.data() + 1);
   const ConstByteSpan stream = in.subspan(5);
 
-  const Outcome whole = run(stream, crc, [&] { return stream.size(); });
-  const Outcome bytewise = run(stream, crc, [] { return std::size_t{1}; });
-  const Outcome pieces = run(stream, crc, [&] {
+  const Outcome whole = run(stream, crc, markers, [&] { return stream.size(); });
+  const Outcome bytewise = run(stream, crc, markers, [] { return std::size_t{1}; });
+  const Outcome pieces = run(stream, crc, markers, [&] {
     seed = seed * 1103515245u + 12345u;  // pieces of 1 to 64 bytes, at times a whole FPDU's worth
     return std::size_t{1} + (seed >> 16) % ((seed & 0x100) != 0 ? 2048 : 64);
   });

@@ -79,6 +79,7 @@ std::size_t FpduReader::feed(ConstByteSpan input) {
       case State::kTrailer: {
         const std::size_t n = std::min(avail, need_ - have_);
         take_trailer(input.subspan(used, n));
+        advance(n);
         used += n;
         if (have_ == need_) on_trailer_complete();
         break;
@@ -93,7 +94,6 @@ void FpduReader::take_trailer(ConstByteSpan in) {
   if (crc_enabled_ && have_ < pad) crc_.update(in.first(std::min(in.size(), pad - have_)));
   std::memcpy(trailer_.data() + have_, in.data(), in.size());
   have_ += in.size();
-  advance(in.size());
 }
 
 std::size_t FpduReader::take_marker(ConstByteSpan in) {
@@ -170,12 +170,14 @@ std::size_t FpduReader::feed_whole_fpdu(ConstByteSpan in) {
   const std::size_t header_end = wire::kMpaLengthFieldSize + header_size;
   std::memcpy(header_.data(), in.data(), header_end);  // kept for a Terminate, as feed() does
   if (crc_enabled_) crc_.update(in.first(header_end));
-  advance(header_end);
   ulpdu_length_ = ulpdu_length;
   header_size_ = header_size;
   have_ = need_ = header_end;
   begin_segment();
-  if (failed() || waiting()) return header_end;
+  if (failed() || waiting()) {
+    advance(header_end);
+    return header_end;
+  }
 
   const ConstByteSpan payload = in.subspan(header_end, payload_left_);
   std::size_t placed = 0;
@@ -205,11 +207,14 @@ std::size_t FpduReader::feed_whole_fpdu(ConstByteSpan in) {
   }
   if (crc_enabled_) crc_.update(payload);
   payload_left_ = 0;
-  advance(payload.size());
 
   begin_trailer();
-  const std::size_t end = header_end + payload.size() + need_;
-  take_trailer(in.subspan(header_end + payload.size(), need_));
+  const std::size_t trailer_start = header_end + payload.size();
+  const std::size_t end = trailer_start + need_;
+  std::memcpy(trailer_.data(), in.data() + trailer_start, need_);
+  have_ = need_;
+  if (crc_enabled_) crc_.update(in.subspan(trailer_start, need_ - wire::kMpaCrcSize));  // the pad
+  advance(end);  // the whole FPDU: no marker lies inside it
   on_trailer_complete();
   return end;
 }
@@ -293,7 +298,7 @@ void FpduReader::on_trailer_complete() {
     fail(*err);
     return;
   }
-  crc_.reset();
+  if (crc_enabled_) crc_.reset();
   fpdu_start_ = stream_at_;
   state_ = State::kHeader;
   have_ = 0;

@@ -81,7 +81,8 @@ class FpduReader {
   std::size_t to_marker() const { return (wire::kMarkerInterval - wire::marker_phase(stream_at_)) % wire::kMarkerInterval; }
   // Takes bytes of the marker that is due; returns how many. A whole marker is checked.
   std::size_t take_marker(ConstByteSpan in);
-  // Takes trailer bytes (the pad counts in the CRC as it comes, before a marker after it).
+  // Copies trailer bytes (the pad counts in the CRC as it comes, before a marker after it); the
+  // caller advances the stream position.
   void take_trailer(ConstByteSpan in);
   // `n` stream bytes of header, payload or trailer were taken.
   void advance(std::size_t n) { stream_at_ += n; }

@@ -8,7 +8,7 @@
 namespace uwarp::proto {
 
 void TxBatch::add_fpdu(const wire::DdpHeader& header, std::span<const iovec> payload,
-                       std::size_t payload_length, const Framing& framing) {
+                       std::size_t payload_length, Framing framing) {
   const std::size_t ulpdu = header.size() + payload_length;
   auto& h = headers_[fpdus_];
   auto& t = trailers_[fpdus_];
@@ -182,11 +182,12 @@ void MessageSegmenter::start(const Message& m) {
   piece_offset_ = 0;
 }
 
-bool MessageSegmenter::fill(TxBatch& batch, std::size_t max_ulpdu, const Framing& framing) {
+bool MessageSegmenter::fill(TxBatch& batch, std::size_t max_ulpdu, Framing framing) {
   const std::size_t per_fpdu = max_ulpdu - msg_.header.size();
   // iovecs (plain structs) are not zeroed here, as an array of spans (2 KiB) would be on every
   // call: about a twentieth of a small message's instructions.
   std::array<iovec, TxBatch::kMaxIov> pieces;
+  const std::size_t overhead = TxBatch::fpdu_iov_overhead(framing);
   while (active_) {
     // Gather this segment's pieces without exceeding the batch's iovec room.
     const std::size_t want = std::min(per_fpdu, msg_.length - offset_);
@@ -194,7 +195,6 @@ bool MessageSegmenter::fill(TxBatch& batch, std::size_t max_ulpdu, const Framing
     std::size_t n = 0;
     std::size_t piece = piece_;
     std::size_t piece_off = piece_offset_;
-    const std::size_t overhead = TxBatch::fpdu_iov_overhead(framing);
     const std::size_t room = batch.free_iov() >= overhead ? batch.free_iov() - overhead : 0;
     while (got < want && n < room && piece < msg_.gather.size()) {
       const ConstByteSpan p = msg_.gather[piece];

@@ -49,7 +49,7 @@ class TxBatch {
   bool pop_sent(std::uint64_t& cookie);
   // Forget everything (after a connection error).
   void clear();
-  bool can_add_fpdu(std::size_t payload_pieces, const Framing& f) const {
+  bool can_add_fpdu(std::size_t payload_pieces, Framing f) const {
     return fpdus_ < kMaxFpdus && iov_count_ + payload_pieces + fpdu_iov_overhead(f) <= kMaxIov &&
            marks_ < kMaxMarks;
   }
@@ -57,8 +57,8 @@ class TxBatch {
   // iovecs an FPDU takes besides its payload pieces: header and trailer, and with markers (an
   // FPDU of at most wire::kMaxFpduWithMarkers bytes besides them) each marker and the split it
   // makes, and the trailer split in two.
-  static constexpr std::size_t fpdu_iov_overhead(const Framing& f) {
-    return f.markers ? 2 + 1 + 2 * kMaxMarkersPerFpdu : 2;
+  static constexpr std::size_t fpdu_iov_overhead(Framing f) {
+    return f.markers ? kMarkedFpduIovOverhead : 2;
   }
   // Some byte still to send is read from `memory`.
   bool reads_from(ConstByteSpan memory) const;
@@ -67,7 +67,7 @@ class TxBatch {
   // (computed when framing.crc), with markers where they fall when framing.markers. The caller
   // checked can_add_fpdu(payload.size(), framing).
   void add_fpdu(const wire::DdpHeader& header, std::span<const iovec> payload,
-                std::size_t payload_length, const Framing& framing);
+                std::size_t payload_length, Framing framing);
   // Records that the message `cookie` ends with the last FPDU added.
   void mark_message_end(std::uint64_t cookie);
 
@@ -81,6 +81,7 @@ class TxBatch {
   // The most markers an FPDU of wire::kMaxFpduWithMarkers bytes (besides them) can hold.
   static constexpr std::size_t kMaxMarkersPerFpdu =
       (wire::kMaxFpduWithMarkers + wire::kMarkerInterval - 1) / (wire::kMarkerInterval - wire::kMarkerSize) + 1;
+  static constexpr std::size_t kMarkedFpduIovOverhead = 2 + 1 + 2 * kMaxMarkersPerFpdu;
 
   void reset_if_drained();
   // add_fpdu with markers: the FPDU's pieces in order, a marker before every byte that falls on
@@ -133,7 +134,7 @@ class MessageSegmenter {
   // Some payload byte not yet segmented is read from `memory`.
   bool reads_from(ConstByteSpan memory) const;
   // Adds FPDUs to `batch` until the message is fully queued (returns true) or the batch is full.
-  bool fill(TxBatch& batch, std::size_t max_ulpdu, const Framing& framing);
+  bool fill(TxBatch& batch, std::size_t max_ulpdu, Framing framing);
 
  private:
   Message msg_;
