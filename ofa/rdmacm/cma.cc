@@ -224,6 +224,14 @@ void queue_disconnected_locked(IdState* s) {
 
 namespace {
 
+// The MPA markers of an established connection, by direction, for the debug trace.
+const char* markers_agreed(const Connection& c) {
+  if (c.sends_markers() && c.receives_markers()) return "both ways";
+  if (c.sends_markers()) return "sent";
+  if (c.receives_markers()) return "received";
+  return "off";
+}
+
 IdState* find_listener_locked(const Listener& l) REQUIRES(cma_mu) {
   for (IdState* s : cma().ids) {
     if (s->listener.valid() && s->listener.same(l)) return s;
@@ -353,8 +361,8 @@ void dispatch_loop(EventChannel core) {
                    std::string(to_string(e->type)).c_str(), e->connection.local_address().c_str(),
                    e->connection.peer_address().c_str(), e->status.to_string().c_str());
       if (e->type == CmEventType::kEstablished) {
-        std::fprintf(stderr, " MPA revision %d, CRC %s", e->connection.mpa_revision(),
-                     e->connection.crc() ? "on" : "off");
+        std::fprintf(stderr, " MPA revision %d, CRC %s, markers %s", e->connection.mpa_revision(),
+                     e->connection.crc() ? "on" : "off", markers_agreed(e->connection));
       }
       std::fputc('\n', stderr);
     }

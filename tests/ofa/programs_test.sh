@@ -593,6 +593,15 @@ group_netns() {
   pair_retry ns_write_bw 21803 60 ib_write_bw -R -p 21803 -n 2000 -- \
     ib_write_bw -R -p 21803 -n 2000 $s4
   check_bw ns_write_bw 65536
+  # MPA markers (and CRC) both ways over a 1500-byte MTU: TCP cuts the stream at its own
+  # places, a marker every 512 bytes of it (docs/mpa-markers.md).
+  UWARP_MPA=crc,markers UWARP_RDMACM_DEBUG=1 pair ns_rping_markers 21811 30 rping -s -a $s4 -p 21811 -v -C 20 -S 4096 -- \
+    rping -c -a $s4 -p 21811 -v -V -C 20 -S 4096
+  expect_count "$tmp/ns_rping_markers.client" '^ping data: rdma-ping-[0-9]+: ' 20
+  expect "$tmp/ns_rping_markers.client" 'ESTABLISHED .* CRC on, markers both ways'
+  UWARP_MPA=markers pair_retry ns_write_bw_markers 21812 60 ib_write_bw -R -p 21812 -n 500 -- \
+    ib_write_bw -R -p 21812 -n 500 $s4
+  check_bw ns_write_bw_markers 65536
   pair_retry ns_read_lat 21804 60 ib_read_lat -R -p 21804 -n 500 -- \
     ib_read_lat -R -p 21804 -n 500 $s4
   check_lat ns_read_lat 2
