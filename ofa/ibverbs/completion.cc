@@ -177,7 +177,8 @@ ibv_cq* ibv_create_cq(ibv_context* context, int cqe, void* cq_context, ibv_comp_
                       int comp_vector) {
   return c_boundary<ibv_cq*>(nullptr, [&]() -> ibv_cq* {
     OfaContext* c = OfaContext::from(context);
-    if (c == nullptr || cqe <= 0 || comp_vector < 0 ||
+    // As the kernel's ib_uverbs for Linux siw: a vector the device does not have is EINVAL.
+    if (c == nullptr || cqe <= 0 || comp_vector < 0 || comp_vector >= context->num_comp_vectors ||
         static_cast<std::uint32_t>(cqe) > c->core.limits().max_cqe) {
       errno = EINVAL;
       return nullptr;

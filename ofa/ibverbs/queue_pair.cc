@@ -303,7 +303,10 @@ ibv_qp* create_qp(OfaContext& c, ibv_pd* pd, ibv_qp_init_attr& attr) {
   ia.caps.max_inline_data = attr.cap.max_inline_data;
   ia.signal_all = attr.sq_sig_all != 0;
   ia.user_context = reinterpret_cast<void*>(static_cast<std::uintptr_t>(id));
-  ia.start_in_reset = true;
+  // The device's state is INIT from creation, as Linux siw reports it (ibv_query_qp); the
+  // ibv_qp's own `state` field starts at RESET, as libibverbs sets it (rdma-core's tests check
+  // both: test_qp.py, node type RNIC).
+  ia.start_in_reset = false;
   auto core = p->core.create_qp(ia);
   if (!core) {
     errno = to_errno(core.error());

@@ -141,6 +141,9 @@ struct IdState {
   std::vector<std::uint8_t> connect_data;      // rdma_addrinfo ai_connect, sent first
   bool own_send_cq = false;                    // created by rdma_create_qp
   bool own_recv_cq = false;
+  // RDMA_OPTION_ID_ACK_TIMEOUT: kept for the QP's IBV_QP_TIMEOUT (ibv_query_qp reports it, as
+  // rdma_cm sets it on the QP); TCP does the retransmission.
+  std::optional<std::uint8_t> ack_timeout;
   // Event accounting. cv: acked or delivered changed (waited on with mu).
   Mutex mu;
   std::condition_variable_any cv;
@@ -200,6 +203,14 @@ void discard_child(IdState* child);
 inline int fail(int err) {
   errno = err;
   return -1;
+}
+
+// RDMA_OPTION_ID_ACK_TIMEOUT's value as `qp`'s IBV_QP_TIMEOUT; 0 or -1 with errno.
+inline int apply_ack_timeout(ibv_qp* qp, std::uint8_t timeout) {
+  ibv_qp_attr a{};
+  a.timeout = timeout;
+  const int r = ibv_modify_qp(qp, &a, IBV_QP_TIMEOUT);
+  return r == 0 ? 0 : fail(r);
 }
 
 // Addresses: rdma_cm keeps sockaddrs; the core speaks "host" strings and ports.

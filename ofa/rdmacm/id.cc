@@ -541,11 +541,19 @@ int rdma_set_option(rdma_cm_id* id, int level, int optname, void* optval, std::s
     if (id == nullptr || (optval == nullptr && optlen != 0)) return fail(EINVAL);
     if (level == RDMA_OPTION_ID) {
       switch (optname) {
-        case RDMA_OPTION_ID_TOS:          // the TCP socket's TOS is left to the system
-        case RDMA_OPTION_ID_REUSEADDR:    // listeners use SO_REUSEADDR anyway
-        case RDMA_OPTION_ID_AFONLY:       // IPv6 listeners stay dual-stack
-        case RDMA_OPTION_ID_ACK_TIMEOUT:  // TCP does the retransmission
+        case RDMA_OPTION_ID_TOS:        // the TCP socket's TOS is left to the system
+        case RDMA_OPTION_ID_REUSEADDR:  // listeners use SO_REUSEADDR anyway
+        case RDMA_OPTION_ID_AFONLY:     // IPv6 listeners stay dual-stack
           return 0;
+        case RDMA_OPTION_ID_ACK_TIMEOUT: {
+          // TCP does the retransmission; the value is the QP's IBV_QP_TIMEOUT, now or once
+          // rdma_create_qp makes the QP (one byte, as the kernel's rdma_set_ack_timeout takes).
+          if (optlen != sizeof(std::uint8_t)) return fail(EINVAL);
+          const std::uint8_t timeout = *static_cast<const std::uint8_t*>(optval);
+          state_of(id)->ack_timeout = timeout;
+          if (id->qp != nullptr) return apply_ack_timeout(id->qp, timeout);
+          return 0;
+        }
         default:
           return fail(EINVAL);
       }

@@ -119,6 +119,9 @@ int rdma_create_qp_ex(rdma_cm_id* id, ibv_qp_init_attr_ex* attr) {
     qa.qp_state = IBV_QPS_INIT;
     int r = rdma_init_qp_attr(id, &qa, &mask);
     if (r == 0) r = ibv_modify_qp(qp, &qa, mask);
+    if (const auto timeout = Id::from(id)->s->ack_timeout; r == 0 && timeout) {
+      r = apply_ack_timeout(qp, *timeout) == 0 ? 0 : errno;
+    }
     if (r != 0) {
       const int e = r > 0 ? r : errno;
       ibv_destroy_qp(qp);

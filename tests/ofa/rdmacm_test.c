@@ -146,6 +146,9 @@ static void test_basics(void) {
     uint8_t timeout = 14;
     CHECK(rdma_set_option(id, RDMA_OPTION_ID, RDMA_OPTION_ID_ACK_TIMEOUT, &timeout,
                           sizeof timeout) == 0);
+    int wide = 14; /* the kernel takes one byte */
+    CHECK_ERRNO(rdma_set_option(id, RDMA_OPTION_ID, RDMA_OPTION_ID_ACK_TIMEOUT, &wide, sizeof wide),
+                EINVAL);
     /* Resolving makes the id usable for QP attributes. */
     struct sockaddr_storage dst;
     make_addr("127.0.0.1", 9, &dst);
@@ -155,6 +158,21 @@ static void test_basics(void) {
     CHECK(rdma_init_qp_attr(id, &qa, &mask) == 0);
     CHECK((mask & IBV_QP_STATE) && (mask & IBV_QP_ACCESS_FLAGS) && (mask & IBV_QP_PORT));
     CHECK(qa.port_num == 1);
+    /* The ack timeout is the QP's IBV_QP_TIMEOUT: set before the QP existed, and after. */
+    struct ibv_qp_init_attr qia = {.cap = {.max_send_wr = 1, .max_recv_wr = 1, .max_send_sge = 1,
+                                           .max_recv_sge = 1},
+                                   .qp_type = IBV_QPT_RC};
+    CHECK(rdma_create_qp(id, NULL, &qia) == 0);
+    if (id->qp != NULL) {
+      struct ibv_qp_attr got;
+      struct ibv_qp_init_attr got_init;
+      CHECK(ibv_query_qp(id->qp, &got, IBV_QP_TIMEOUT, &got_init) == 0 && got.timeout == 14);
+      timeout = 21;
+      CHECK(rdma_set_option(id, RDMA_OPTION_ID, RDMA_OPTION_ID_ACK_TIMEOUT, &timeout,
+                            sizeof timeout) == 0);
+      CHECK(ibv_query_qp(id->qp, &got, IBV_QP_TIMEOUT, &got_init) == 0 && got.timeout == 21);
+      rdma_destroy_qp(id);
+    }
     CHECK(readable(ch->fd, 1000));
     CHECK(rdma_destroy_id(id) == 0); /* with ADDR_RESOLVED undelivered: no hang */
     CHECK(!readable(ch->fd, 0));
