@@ -108,7 +108,9 @@ bool Connection::crc() const { return impl_ && (impl_->outcome().crc || impl_->r
 bool Connection::sends_markers() const {
   return impl_ && (impl_->outcome().send_markers || impl_->request().markers);
 }
-bool Connection::receives_markers() const { return impl_ && impl_->outcome().receive_markers; }
+bool Connection::receives_markers() const {
+  return impl_ && impl_->outcome().receive_markers;
+}
 std::uint8_t Connection::mpa_revision() const {
   if (!impl_) return 0;
   return impl_->outcome().revision != 0 ? impl_->outcome().revision : impl_->request().revision;

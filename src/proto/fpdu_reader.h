@@ -70,7 +70,9 @@ class FpduReader {
   bool failed() const { return failure_.has_value(); }
   const std::optional<RxFailure>& failure() const { return failure_; }
   // True between FPDUs (no partial FPDU pending, not even its leading marker).
-  bool at_boundary() const { return state_ == State::kHeader && have_ == 0 && stream_at_ == fpdu_start_ && marker_have_ == 0; }
+  bool at_boundary() const {
+    return state_ == State::kHeader && have_ == 0 && stream_at_ == fpdu_start_ && marker_have_ == 0;
+  }
   void set_crc_enabled(bool on) { crc_enabled_ = on; }
 
  private:
@@ -78,7 +80,9 @@ class FpduReader {
 
   void fail(const wire::TerminateCode& code);
   // Bytes before the next marker's place (0: a marker is due now); only with markers.
-  std::size_t to_marker() const { return (wire::kMarkerInterval - wire::marker_phase(stream_at_)) % wire::kMarkerInterval; }
+  std::size_t to_marker() const {
+    return (wire::kMarkerInterval - wire::marker_phase(stream_at_)) % wire::kMarkerInterval;
+  }
   // Takes bytes of the marker that is due; returns how many. A whole marker is checked.
   std::size_t take_marker(ConstByteSpan in);
   // Copies trailer bytes (the pad counts in the CRC as it comes, before a marker after it); the

@@ -8,9 +8,11 @@ namespace {
 
 // A frame with the bits of `f` (kind, revision, markers, CRC, reject), the IRD/ORD words if any,
 // then the application's private data.
-std::vector<std::uint8_t> build_frame(wire::MpaFrame f, const std::optional<wire::MpaEnhancedWords>& words,
+std::vector<std::uint8_t> build_frame(wire::MpaFrame f,
+                                      const std::optional<wire::MpaEnhancedWords>& words,
                                       ConstByteSpan app_data) {
   std::vector<std::uint8_t> pd;
+  pd.reserve(wire::kMpaEnhancedWordsSize + app_data.size());
   if (words) {
     pd.resize(wire::kMpaEnhancedWordsSize);
     wire::encode_mpa_enhanced_words(*words, pd.data());

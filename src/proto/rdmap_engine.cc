@@ -14,8 +14,9 @@ RdmapEngine::RdmapEngine(RdmapPort& port, const Params& params)
       orq_(params.ord),
       receiver_(*this, params.ird),
       reader_(receiver_, params.crc, params.receive_markers),
-      tx_(RdmapTransmitter::Links{port_, orq_, irq_, terminate_}, Framing{params.crc, params.send_markers},
-          params.max_ulpdu, params.send_rtr, params.expect_rtr != RtrType::kNone) {
+      tx_(RdmapTransmitter::Links{port_, orq_, irq_, terminate_},
+          Framing{params.crc, params.send_markers}, params.max_ulpdu, params.send_rtr,
+          params.expect_rtr != RtrType::kNone) {
   receiver_.expect_rtr(params.expect_rtr);
 }
 

@@ -37,7 +37,7 @@ wire::RdmapOpcode send_opcode(const OutboundRequest& r) {
 
 }  // namespace
 
-RdmapTransmitter::RdmapTransmitter(const Links& links, const Framing& framing, std::size_t max_ulpdu,
+RdmapTransmitter::RdmapTransmitter(const Links& links, Framing framing, std::size_t max_ulpdu,
                                    RtrType send_rtr, bool await_rtr)
     : port_(links.port),
       orq_(links.orq),

@@ -41,7 +41,7 @@ class RdmapTransmitter {
   };
   // `send_rtr`: initiator, the RTR to send first; `await_rtr`: responder, nothing but a
   // Terminate goes before the peer's RTR.
-  RdmapTransmitter(const Links& links, const Framing& framing, std::size_t max_ulpdu, RtrType send_rtr,
+  RdmapTransmitter(const Links& links, Framing framing, std::size_t max_ulpdu, RtrType send_rtr,
                    bool await_rtr);
 
   // Appends FPDUs to `batch`; true if it added any.
@@ -85,8 +85,9 @@ class RdmapTransmitter {
   void immediate_message(Message& m, std::uint64_t seq, bool solicited, std::uint64_t data);
   // `max_ulpdu`, capped with markers so that an FPDU stays within wire::kMaxFpduWithMarkers.
   std::size_t ulpdu_limit(std::size_t max_ulpdu) const {
-    return framing_.markers ? std::min(max_ulpdu, wire::max_ulpdu_for_fpdu_size(wire::kMaxFpduWithMarkers))
-                            : max_ulpdu;
+    return framing_.markers
+               ? std::min(max_ulpdu, wire::max_ulpdu_for_fpdu_size(wire::kMaxFpduWithMarkers))
+               : max_ulpdu;
   }
 
   RdmapPort& port_;

@@ -80,7 +80,9 @@ class TxBatch {
  private:
   // The most markers an FPDU of wire::kMaxFpduWithMarkers bytes (besides them) can hold.
   static constexpr std::size_t kMaxMarkersPerFpdu =
-      (wire::kMaxFpduWithMarkers + wire::kMarkerInterval - 1) / (wire::kMarkerInterval - wire::kMarkerSize) + 1;
+      (wire::kMaxFpduWithMarkers + wire::kMarkerInterval - 1) /
+          (wire::kMarkerInterval - wire::kMarkerSize) +
+      1;
   static constexpr std::size_t kMarkedFpduIovOverhead = 2 + 1 + 2 * kMaxMarkersPerFpdu;
 
   void reset_if_drained();
@@ -88,7 +90,9 @@ class TxBatch {
   // a marker's place, one before the CRC if the pad ends there.
   void add_fpdu_with_markers(std::span<const iovec> pieces, std::size_t pad, bool with_crc);
   // The stream's place between markers at `offset` bytes into the batch.
-  std::size_t phase_at(std::size_t offset) const { return wire::marker_phase(phase_start_ + offset); }
+  std::size_t phase_at(std::size_t offset) const {
+    return wire::marker_phase(phase_start_ + offset);
+  }
 
   std::array<iovec, kMaxIov> iov_{};
   std::size_t iov_count_ = 0;

@@ -25,13 +25,17 @@ inline constexpr std::size_t kMaxFpduWithMarkers = 4096;
 
 // Where the stream is between two markers: bytes sent (or received) since the first FPDU,
 // modulo the interval. Phase 0 is a marker's place.
-constexpr std::size_t marker_phase(std::size_t stream_offset) { return stream_offset % kMarkerInterval; }
+constexpr std::size_t marker_phase(std::size_t stream_offset) {
+  return stream_offset % kMarkerInterval;
+}
 
 inline void store_marker(std::uint8_t* p, std::uint16_t fpduptr) {
   p[0] = 0;
   p[1] = 0;
   store_be16(p + 2, fpduptr);
 }
-inline std::uint16_t marker_fpduptr(const std::uint8_t* p) { return load_be16(p + 2); }
+inline std::uint16_t marker_fpduptr(const std::uint8_t* p) {
+  return load_be16(p + 2);
+}
 
 }  // namespace uwarp::wire

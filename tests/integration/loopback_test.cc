@@ -27,8 +27,10 @@ struct Case {
 };
 
 std::string case_name(const Case& c) {
-  static constexpr const char* kMarkers[] = {"", "_markers_to_client", "_markers_to_server", "_markers"};
-  return std::to_string(c.size) + (c.crc ? "_crc" : "_nocrc") + kMarkers[static_cast<int>(c.markers)];
+  static constexpr const char* kMarkers[] = {"", "_markers_to_client", "_markers_to_server",
+                                             "_markers"};
+  return std::to_string(c.size) + (c.crc ? "_crc" : "_nocrc") +
+         kMarkers[static_cast<int>(c.markers)];
 }
 
 class LoopbackOps : public ::testing::TestWithParam<Case> {};
@@ -107,12 +109,12 @@ INSTANTIATE_TEST_SUITE_P(
     ::testing::Values(Case{0, false}, Case{1, false}, Case{63, false}, Case{4096, false},
                       Case{65536, false}, Case{1 << 20, false}, Case{16 << 20, false},
                       Case{0, true}, Case{1, true}, Case{4096, true}, Case{65536, true},
-                      Case{1 << 20, true}, Case{16 << 20, true},
-                      Case{0, false, Markers::kBoth}, Case{1, false, Markers::kBoth},
-                      Case{509, false, Markers::kBoth}, Case{65536, false, Markers::kBoth},
-                      Case{1 << 20, false, Markers::kBoth}, Case{16 << 20, false, Markers::kBoth},
-                      Case{1, true, Markers::kBoth}, Case{65536, true, Markers::kBoth},
-                      Case{1 << 20, true, Markers::kBoth}, Case{65536, false, Markers::kToClient},
+                      Case{1 << 20, true}, Case{16 << 20, true}, Case{0, false, Markers::kBoth},
+                      Case{1, false, Markers::kBoth}, Case{509, false, Markers::kBoth},
+                      Case{65536, false, Markers::kBoth}, Case{1 << 20, false, Markers::kBoth},
+                      Case{16 << 20, false, Markers::kBoth}, Case{1, true, Markers::kBoth},
+                      Case{65536, true, Markers::kBoth}, Case{1 << 20, true, Markers::kBoth},
+                      Case{65536, false, Markers::kToClient},
                       Case{65536, false, Markers::kToServer}, Case{65536, true, Markers::kToClient},
                       Case{65536, true, Markers::kToServer}),
     [](const auto& test_info) { return case_name(test_info.param); });

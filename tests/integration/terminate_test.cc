@@ -936,17 +936,19 @@ TEST_F(TerminateTest, MpaMarkersAskedForAreSent) {
   rr.size = 600;
   rr.source_stag = keys_.rw_stag;
   rr.source_to = keys_.rw_addr;
-  ASSERT_TRUE(raw_.send_fpdu(RawPeer::untagged_header(RdmapOpcode::kReadRequest, wire::kQueueReadRequest, 1),
-                             RawPeer::read_request_body(rr)));
+  ASSERT_TRUE(raw_.send_fpdu(
+      RawPeer::untagged_header(RdmapOpcode::kReadRequest, wire::kQueueReadRequest, 1),
+      RawPeer::read_request_body(rr)));
   // 600 bytes in one FPDU (loopback's MSS): marker, then the FPDU up to byte 512 of the stream,
   // a marker pointing 512 back, the rest.
   const auto h = RawPeer::tagged_header(RdmapOpcode::kReadResponse, 0x1234, 0);
-  const std::vector<std::uint8_t> plain =
-      RawPeer::build_fpdu(h, std::vector<std::uint8_t>(rw_buf_.begin(), rw_buf_.begin() + 600), false);
+  const std::vector<std::uint8_t> plain = RawPeer::build_fpdu(
+      h, std::vector<std::uint8_t>(rw_buf_.begin(), rw_buf_.begin() + 600), false);
   const std::vector<std::uint8_t> expected = with_markers(plain, false);
   ASSERT_EQ(expected.size(), plain.size() + 8);
   std::vector<std::uint8_t> got(expected.size());
-  ASSERT_EQ(raw_.read_exact(got.data(), got.size(), RawPeer::deadline_after(kTimeoutMs)), ReadStatus::kOk);
+  ASSERT_EQ(raw_.read_exact(got.data(), got.size(), RawPeer::deadline_after(kTimeoutMs)),
+            ReadStatus::kOk);
   EXPECT_EQ(got, expected);
   EXPECT_EQ(qp_->state(), QpState::kRts);
 }
@@ -960,7 +962,8 @@ TEST_F(TerminateTest, MpaMarkerThatPointsWrong) {
   const auto first = pattern(100, 21);
   const auto second = pattern(600, 22);
   const auto h1 = RawPeer::tagged_header(RdmapOpcode::kRdmaWrite, keys_.rw_stag, keys_.rw_addr);
-  const auto h2 = RawPeer::tagged_header(RdmapOpcode::kRdmaWrite, keys_.rw_stag, keys_.rw_addr + 1000);
+  const auto h2 =
+      RawPeer::tagged_header(RdmapOpcode::kRdmaWrite, keys_.rw_stag, keys_.rw_addr + 1000);
   std::vector<std::uint8_t> plain = RawPeer::build_fpdu(h1, first, false);
   const std::vector<std::uint8_t> f2 = RawPeer::build_fpdu(h2, second, false);
   plain.insert(plain.end(), f2.begin(), f2.end());

@@ -199,7 +199,8 @@ TEST_F(BridgeTest, MapsVerbsObjectsToCoreObjects) {
   ASSERT_NE(uwarp::ofa::pd_of(pd_), nullptr);
   ASSERT_NE(uwarp::ofa::qp_of(client_.qp), nullptr);
   EXPECT_EQ(uwarp::ofa::qp_of(client_.qp)->qp_num(), client_.qp->qp_num);
-  EXPECT_EQ(uwarp::ofa::qp_of(client_.qp)->state(), uwarp::QpState::kInit);  // as Linux siw reports a new QP
+  EXPECT_EQ(uwarp::ofa::qp_of(client_.qp)->state(),
+            uwarp::QpState::kInit);  // as Linux siw reports a new QP
   ASSERT_NE(uwarp::ofa::cq_of(client_.cq), nullptr);
   EXPECT_EQ(static_cast<int>(uwarp::ofa::cq_of(client_.cq)->capacity()), client_.cq->cqe);
   ASSERT_NE(uwarp::ofa::mr_of(client_.mr), nullptr);

@@ -159,9 +159,9 @@ static void test_basics(void) {
     CHECK((mask & IBV_QP_STATE) && (mask & IBV_QP_ACCESS_FLAGS) && (mask & IBV_QP_PORT));
     CHECK(qa.port_num == 1);
     /* The ack timeout is the QP's IBV_QP_TIMEOUT: set before the QP existed, and after. */
-    struct ibv_qp_init_attr qia = {.cap = {.max_send_wr = 1, .max_recv_wr = 1, .max_send_sge = 1,
-                                           .max_recv_sge = 1},
-                                   .qp_type = IBV_QPT_RC};
+    struct ibv_qp_init_attr qia = {
+        .cap = {.max_send_wr = 1, .max_recv_wr = 1, .max_send_sge = 1, .max_recv_sge = 1},
+        .qp_type = IBV_QPT_RC};
     CHECK(rdma_create_qp(id, NULL, &qia) == 0);
     if (id->qp != NULL) {
       struct ibv_qp_attr got;

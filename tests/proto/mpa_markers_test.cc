@@ -43,8 +43,10 @@ std::vector<Message> mixed_messages(std::uint32_t seed, int count) {
     const std::size_t size = std::uniform_int_distribution<std::size_t>(0, 3000)(rng);
     Message m;
     m.payload = pattern(size, seed + static_cast<std::uint32_t>(i));
-    m.header = i % 2 == 0 ? untagged_header(RdmapOpcode::kSend, 0, static_cast<std::uint32_t>(i + 1))
-                          : tagged_header(RdmapOpcode::kRdmaWrite, 0x1234, 0x1000 * static_cast<std::uint64_t>(i));
+    m.header = i % 2 == 0
+                   ? untagged_header(RdmapOpcode::kSend, 0, static_cast<std::uint32_t>(i + 1))
+                   : tagged_header(RdmapOpcode::kRdmaWrite, 0x1234,
+                                   0x1000 * static_cast<std::uint64_t>(i));
     out.push_back(std::move(m));
   }
   return out;
@@ -68,7 +70,8 @@ Bytes transmit(const std::vector<Message>& messages, const Framing& framing, std
       while (!batch.empty()) {
         const Bytes pending = testing::flatten(batch.pending());
         const std::size_t n = std::min(chunk, pending.size());
-        stream.insert(stream.end(), pending.begin(), pending.begin() + static_cast<std::ptrdiff_t>(n));
+        stream.insert(stream.end(), pending.begin(),
+                      pending.begin() + static_cast<std::ptrdiff_t>(n));
         batch.consume(n);
         testing::pop_all_sent(batch);
       }
@@ -81,17 +84,18 @@ Bytes transmit(const std::vector<Message>& messages, const Framing& framing, std
 TEST(proto_mpa_markers, TheFirstFpduBeginsWithAMarker) {
   // A Send of "ab" (MSN 1), CRC off: marker, length 20, DDP/RDMAP header, payload, pad, CRC 0.
   const Bytes payload = {'a', 'b'};
-  const Bytes stream = transmit({{untagged_header(RdmapOpcode::kSend, 0, 1), payload}}, Framing{.markers = true}, 1 << 20);
+  const Bytes stream = transmit({{untagged_header(RdmapOpcode::kSend, 0, 1), payload}},
+                                Framing{.markers = true}, 1 << 20);
   const Bytes expected = {
-      0x00, 0x00, 0x00, 0x00,                          // marker: FPDUPTR 0
-      0x00, 0x14,                                      // ULPDU_Length 20 (markers not counted)
-      0x41, 0x43,                                      // DDP L, version 1; RDMAP version 1, Send
-      0x00, 0x00, 0x00, 0x00,                          // invalidate STag
-      0x00, 0x00, 0x00, 0x00,                          // queue 0
-      0x00, 0x00, 0x00, 0x01,                          // MSN 1
-      0x00, 0x00, 0x00, 0x00,                          // MO 0
-      'a',  'b',  0x00, 0x00,                          // payload, pad to 4 (markers not counted)
-      0x00, 0x00, 0x00, 0x00,                          // CRC (not negotiated)
+      0x00, 0x00, 0x00, 0x00,  // marker: FPDUPTR 0
+      0x00, 0x14,              // ULPDU_Length 20 (markers not counted)
+      0x41, 0x43,              // DDP L, version 1; RDMAP version 1, Send
+      0x00, 0x00, 0x00, 0x00,  // invalidate STag
+      0x00, 0x00, 0x00, 0x00,  // queue 0
+      0x00, 0x00, 0x00, 0x01,  // MSN 1
+      0x00, 0x00, 0x00, 0x00,  // MO 0
+      'a',  'b',  0x00, 0x00,  // payload, pad to 4 (markers not counted)
+      0x00, 0x00, 0x00, 0x00,  // CRC (not negotiated)
   };
   EXPECT_EQ(testing::to_hex(stream), testing::to_hex(expected));
 }
@@ -112,7 +116,8 @@ TEST(proto_mpa_markers, FpdusStayWithinTheLimitAndTheBatchsScatterList) {
   // A 64 KiB Write in one gather piece of a page each: every FPDU and its markers fit a batch.
   Bytes payload = pattern(65536, 3);
   std::vector<ConstByteSpan> pages;
-  for (std::size_t at = 0; at < payload.size(); at += 4096) pages.push_back(ConstByteSpan(payload).subspan(at, 4096));
+  for (std::size_t at = 0; at < payload.size(); at += 4096)
+    pages.push_back(ConstByteSpan(payload).subspan(at, 4096));
   MessageSegmenter::Message msg;
   msg.header = tagged_header(RdmapOpcode::kRdmaWrite, 7, 0);
   msg.gather = pages;
@@ -163,7 +168,8 @@ TEST(proto_mpa_markers, ReceiveTakesThemInPiecesOfEverySize) {
     const auto messages = mixed_messages(crc ? 11 : 12, 40);
     const Bytes plain = transmit(messages, Framing{.crc = crc}, 1 << 20);
     const Bytes marked = transmit(messages, Framing{.crc = crc, .markers = true}, 1 << 20);
-    for (const std::size_t piece : {std::size_t{1}, std::size_t{3}, std::size_t{509}, std::size_t{4096}, marked.size()}) {
+    for (const std::size_t piece :
+         {std::size_t{1}, std::size_t{3}, std::size_t{509}, std::size_t{4096}, marked.size()}) {
       CollectingSink sink;
       FpduReader reader(sink, crc, /*markers=*/true);
       std::size_t at = 0;
@@ -216,7 +222,8 @@ TEST(proto_mpa_markers, AMarkerThatPointsWrongEndsTheStream) {
 }
 
 TEST(proto_mpa_markers, TheCrcCoversTheMarkers) {
-  const Bytes marked = transmit(mixed_messages(9, 10), Framing{.crc = true, .markers = true}, 1 << 20);
+  const Bytes marked =
+      transmit(mixed_messages(9, 10), Framing{.crc = true, .markers = true}, 1 << 20);
   ASSERT_FALSE(receive_all(marked, true));
   // The reserved half of the second marker is not checked, but the CRC covers it.
   Bytes broken = marked;
@@ -250,10 +257,14 @@ TEST(proto_mpa_markers, AbandoningKeepsTheStreamsPlaceBetweenMarkers) {
   };
   TxBatch first_only;
   queue(first_only, messages[0], Framing{});
-  const std::size_t first_plain = wire::fpdu_size(load_be16(testing::flatten(first_only.pending()).data()));
+  const std::size_t first_plain =
+      wire::fpdu_size(load_be16(testing::flatten(first_only.pending()).data()));
   const Bytes plain = run(Framing{}, first_plain + 5);
   ASSERT_EQ(payloads_of(plain).size(), 3u);
-  const std::size_t first_marked = with_markers(Bytes(plain.begin(), plain.begin() + static_cast<std::ptrdiff_t>(first_plain)), false).size();
+  const std::size_t first_marked =
+      with_markers(Bytes(plain.begin(), plain.begin() + static_cast<std::ptrdiff_t>(first_plain)),
+                   false)
+          .size();
   EXPECT_EQ(run(Framing{.markers = true}, first_marked + 5), with_markers(plain, false));
 }
 

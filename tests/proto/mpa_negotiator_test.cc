@@ -475,7 +475,8 @@ TEST(proto_mpa_negotiator, ResponderSendsTheMarkersAskedForAndRefusesBrokenReque
   MpaResponder r;
   ASSERT_EQ(r.on_request_bytes(siw_frame(false, 0x90, 2, {0, 1, 0, 1})).step, MpaStep::kDone);
   EXPECT_TRUE(r.request().markers);
-  const auto reply = wire::decode_mpa_frame(wire::MpaFrameKind::kReply, r.accept(rping_params(false, false)));
+  const auto reply =
+      wire::decode_mpa_frame(wire::MpaFrameKind::kReply, r.accept(rping_params(false, false)));
   ASSERT_TRUE(reply);
   EXPECT_FALSE(reply->frame.markers);
   EXPECT_FALSE(reply->frame.reject);

@@ -26,7 +26,8 @@ inline std::vector<std::uint8_t> with_markers(const std::vector<std::uint8_t>& p
     const auto marker_if_due = [&] {
       if (out.size() % wire::kMarkerInterval != 0) return;
       const std::size_t back = out.size() - start;
-      out.insert(out.end(), {0, 0, static_cast<std::uint8_t>(back >> 8), static_cast<std::uint8_t>(back)});
+      out.insert(out.end(),
+                 {0, 0, static_cast<std::uint8_t>(back >> 8), static_cast<std::uint8_t>(back)});
     };
     for (std::size_t i = 0; i < content && at + i < plain.size(); ++i) {
       marker_if_due();
