@@ -8,8 +8,8 @@
 // pieces included), four bytes that seed the piece sizes, then the stream.
 // The sink decides from the header alone, so that every run gets the same answers: buffered for
 // untagged Read Requests and Terminates, and otherwise by the low bits of the STag (tagged) or
-// the MSN (untagged): scatter into two spans of an arena, a scatter list shorter than the
-// payload (a sink bug the reader must catch), discard, or reject. A segment whose header names
+// the MSN (untagged): scatter into two spans of an arena (as on-demand memory at times), a
+// scatter list shorter than the payload (a sink bug the reader must catch), discard, or reject. A segment whose header names
 // MSN 0xDEAD fails at its end.
 #include <algorithm>
 #include <cstdint>
@@ -64,6 +64,11 @@ class Sink final : public FpduSink {
       spans_[0] = ByteSpan(arena.data() + at, first);
       spans_[1] = ByteSpan(arena.data() + at + first, len - first);
       p = Placement::into(spans_);
+      // As on-demand memory (placed by copies that report a fault) when pick % 8 == 4.
+      if (pick % 8 == 4) {
+        p.on_demand = true;
+        p.error = wire::term::kDdpTaggedBaseBounds;
+      }
     }
     e.placement = static_cast<int>(p.kind);
     events.push_back(e);

@@ -19,6 +19,11 @@ inline constexpr std::uint32_t kRemoteRead = 1u << 2;
 inline constexpr std::uint32_t kRemoteAtomic = 1u << 3;
 inline constexpr std::uint32_t kMwBind = 1u << 4;
 inline constexpr std::uint32_t kAll = kLocalWrite | kRemoteWrite | kRemoteRead | kRemoteAtomic | kMwBind;
+// Not a right but a promise: on-demand paging (docs/on-demand-paging.md). The region may cover
+// memory that is not mapped (yet, or any more); an access to such memory ends in the error the
+// RFCs give for it, not in a crash. Registered with address nullptr and length SIZE_MAX, it is
+// the implicit region: the whole address space.
+inline constexpr std::uint32_t kOnDemand = 1u << 5;
 }  // namespace access
 
 // One piece of local memory in a work request.

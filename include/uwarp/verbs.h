@@ -240,7 +240,9 @@ class QueuePair {
 class ProtectionDomain {
  public:
   // Registers [addr, addr + length) with the access:: rights given. The memory stays owned by
-  // the application and must stay valid until the region is deregistered.
+  // the application and must stay valid until the region is deregistered; with
+  // access::kOnDemand it need not be mapped at all (an access to what is not mapped ends in an
+  // error), and (nullptr, SIZE_MAX) registers the whole address space.
   Result<MemoryRegion> reg_mr(void* addr, std::size_t length, std::uint32_t access);
   // As reg_mr, but peers and local SGEs address the region as [iova, iova + length) instead of
   // by its virtual address (ibv_reg_mr_iova).

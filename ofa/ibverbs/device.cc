@@ -281,6 +281,12 @@ int query_device_ex(ibv_context* context, const ibv_query_device_ex_input* input
   fill_device_attr(*c, ex.orig_attr);
   ex.phys_port_cnt_ex = ex.orig_attr.phys_port_cnt;
   ex.device_cap_flags_ex = ex.orig_attr.device_cap_flags;  // the same bits, as the kernel's
+  // On-demand paging (IBV_ACCESS_ON_DEMAND, the implicit region, ibv_advise_mr) for every RC
+  // operation: docs/on-demand-paging.md.
+  ex.odp_caps.general_caps = IBV_ODP_SUPPORT | IBV_ODP_SUPPORT_IMPLICIT;
+  ex.odp_caps.per_transport_caps.rc_odp_caps = IBV_ODP_SUPPORT_SEND | IBV_ODP_SUPPORT_RECV |
+                                               IBV_ODP_SUPPORT_WRITE | IBV_ODP_SUPPORT_READ |
+                                               IBV_ODP_SUPPORT_ATOMIC | IBV_ODP_SUPPORT_SRQ_RECV;
   std::memcpy(attr, &ex, std::min(attr_size, sizeof ex));
   if (attr_size > sizeof ex) {
     std::memset(reinterpret_cast<char*>(attr) + sizeof ex, 0, attr_size - sizeof ex);
@@ -355,6 +361,7 @@ ibv_context* ibv_open_device(ibv_device* device) {
     verbs_context& v = c->vctx;
     v.query_port = query_port_ex;
     v.query_device_ex = query_device_ex;
+    v.advise_mr = advise_mr;
     v.create_qp_ex = create_qp_ex;
     v.sz = sizeof(verbs_context);
     return &ctx;

@@ -5,7 +5,8 @@
 // one to one onto uwarp::access; remote write or atomic without local write is EINVAL (the
 // verbs rule). The optional bits (IBV_ACCESS_OPTIONAL_RANGE, e.g. RELAXED_ORDERING, which
 // perftest passes by default) are ignored, as rdma-core does for devices without them.
-// HUGETLB is a hint and ignored; ON_DEMAND (paging) and ZERO_BASED (windows) are EOPNOTSUPP.
+// HUGETLB is a hint and ignored; ON_DEMAND is on-demand paging (access::kOnDemand; with NULL and
+// SIZE_MAX the implicit region over the whole address space); ZERO_BASED (windows) is EOPNOTSUPP.
 // Registration pins nothing: the memory stays the application's. ibv_dereg_mr answers EBUSY
 // while memory windows are bound in the region (the region stays registered).
 //
@@ -18,6 +19,7 @@
 #include <cstdint>
 
 #include "api/impl.h"
+#include "base/faulting_memory.h"
 #include "common/boundary.h"
 #include "common/errno_map.h"
 #include "common/objects.h"
@@ -37,22 +39,27 @@ static_assert(IBV_ACCESS_LOCAL_WRITE == access::kLocalWrite &&
 
 ibv_mr* reg_mr(ibv_pd* pd, void* addr, std::size_t length, std::uint64_t iova,
                unsigned access_flags) {
-  if (pd == nullptr || length == 0 || addr == nullptr) {
+  // The implicit on-demand region (NULL, SIZE_MAX): the whole address space.
+  const bool implicit = addr == nullptr && length == SIZE_MAX &&
+                        (access_flags & IBV_ACCESS_ON_DEMAND) != 0;
+  if (pd == nullptr || length == 0 || (addr == nullptr && !implicit)) {
     errno = EINVAL;
     return nullptr;
   }
   access_flags &= ~static_cast<unsigned>(IBV_ACCESS_OPTIONAL_RANGE);
   access_flags &= ~static_cast<unsigned>(IBV_ACCESS_HUGETLB);
-  if ((access_flags & (IBV_ACCESS_ON_DEMAND | IBV_ACCESS_ZERO_BASED)) != 0) {
+  if ((access_flags & IBV_ACCESS_ZERO_BASED) != 0) {
     errno = EOPNOTSUPP;
     return nullptr;
   }
-  if ((access_flags & ~kCoreAccess) != 0) {
+  if ((access_flags & ~(kCoreAccess | IBV_ACCESS_ON_DEMAND)) != 0) {
     errno = EINVAL;
     return nullptr;
   }
+  std::uint32_t core_access = access_flags & kCoreAccess;
+  if ((access_flags & IBV_ACCESS_ON_DEMAND) != 0) core_access |= access::kOnDemand;
   OfaPd* p = OfaPd::from(pd);
-  auto core = p->core.reg_mr_iova(addr, length, iova, access_flags);
+  auto core = p->core.reg_mr_iova(addr, length, implicit ? 0 : iova, core_access);
   if (!core) {
     errno = to_errno(core.error());
     return nullptr;
@@ -80,6 +87,27 @@ bool window_rights(unsigned mw_access_flags, std::uint32_t& rights) {
   if ((mw_access_flags & ~kWindowRights) != 0) return false;  // ZERO_BASED, MW_BIND, ...
   rights = mw_access_flags;  // the same bits as access:: (static_assert above)
   return true;
+}
+
+int advise_mr(ibv_pd* pd, ibv_advise_mr_advice advice, std::uint32_t flags, ibv_sge* sg_list,
+              std::uint32_t num_sges) {
+  if (pd == nullptr || sg_list == nullptr || num_sges == 0) return EINVAL;
+  if ((flags & ~static_cast<std::uint32_t>(IBV_ADVISE_MR_FLAG_FLUSH)) != 0) return EINVAL;
+  const auto& p = detail::Access::impl(OfaPd::from(pd)->core);
+  const bool write = advice == IBV_ADVISE_MR_ADVICE_PREFETCH_WRITE;
+  for (std::uint32_t i = 0; i < num_sges; ++i) {
+    const ibv_sge& s = sg_list[i];
+    // Only regions of this PD registered for on-demand paging take advice.
+    const verbs::MemoryRegionRef mr = p->ctx->device.stags().find(s.lkey);
+    if (!mr || mr->pd != &p->pd || !mr->on_demand() || verbs::is_window(mr->kind)) return EINVAL;
+    auto r = mr->resolve(&p->pd, nullptr, s.addr, s.length, write ? access::kLocalWrite : 0);
+    if (!r) return EINVAL;
+    // Prefetching is done before the call returns, IBV_ADVISE_MR_FLAG_FLUSH or not; NO_FAULT
+    // would bring in only pages present already, which is nothing to do here.
+    if (advice == IBV_ADVISE_MR_ADVICE_PREFETCH_NO_FAULT) continue;
+    if (!prefault(*r, write ? Prefault::kWrite : Prefault::kRead)) return EFAULT;
+  }
+  return 0;
 }
 
 ibv_mw* alloc_mw(ibv_pd* pd, ibv_mw_type type) {

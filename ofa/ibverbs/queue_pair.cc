@@ -357,10 +357,13 @@ int modify_qp(OfaQp& q, const ibv_qp_attr& attr, int mask) {
     return EINVAL;
   }
   if ((mask & IBV_QP_CAP) != 0) return EINVAL;  // queues are not resized
+  // ON_DEMAND is a region's property; programs that pass one access mask for both (rdma-core's
+  // ODP tests) have it ignored here, as the kernel's drivers ignore it.
   if ((mask & IBV_QP_ACCESS_FLAGS) != 0 &&
       (attr.qp_access_flags &
        ~static_cast<unsigned>(IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
-                              IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC)) != 0) {
+                              IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC |
+                              IBV_ACCESS_ON_DEMAND)) != 0) {
     return EINVAL;
   }
   if ((mask & IBV_QP_STATE) != 0) {
@@ -380,7 +383,9 @@ int modify_qp(OfaQp& q, const ibv_qp_attr& attr, int mask) {
   }
   MutexLock lock(q.attr_mu);
   QpAttributes& a = q.attr;
-  if ((mask & IBV_QP_ACCESS_FLAGS) != 0) a.qp_access_flags = attr.qp_access_flags;
+  if ((mask & IBV_QP_ACCESS_FLAGS) != 0) {
+    a.qp_access_flags = attr.qp_access_flags & ~static_cast<unsigned>(IBV_ACCESS_ON_DEMAND);
+  }
   if ((mask & IBV_QP_MAX_QP_RD_ATOMIC) != 0) a.max_rd_atomic = attr.max_rd_atomic;
   if ((mask & IBV_QP_MAX_DEST_RD_ATOMIC) != 0) a.max_dest_rd_atomic = attr.max_dest_rd_atomic;
   if ((mask & IBV_QP_PATH_MTU) != 0) a.path_mtu = enum_value(attr.path_mtu);

@@ -105,16 +105,20 @@ Result<MemoryRegion> ProtectionDomain::reg_mr(void* addr, std::size_t length, st
 
 Result<MemoryRegion> ProtectionDomain::reg_mr_iova(void* addr, std::size_t length, std::uint64_t iova,
                                                    std::uint32_t access_flags) {
-  if (addr == nullptr && length > 0) return error(Errc::kInvalidArgument, "null address");
-  if ((access_flags & ~access::kAll) != 0) return error(Errc::kInvalidArgument, "unknown access flags");
+  // The implicit on-demand region: the whole address space.
+  const bool implicit = addr == nullptr && length == SIZE_MAX && (access_flags & access::kOnDemand) != 0;
+  if (addr == nullptr && length > 0 && !implicit) return error(Errc::kInvalidArgument, "null address");
+  if ((access_flags & ~(access::kAll | access::kOnDemand)) != 0) {
+    return error(Errc::kInvalidArgument, "unknown access flags");
+  }
   // The verbs rule: remote write or atomic access needs local write access too.
   if ((access_flags & (access::kRemoteWrite | access::kRemoteAtomic)) != 0 && (access_flags & access::kLocalWrite) == 0) {
     return error(Errc::kInvalidArgument, "remote write access requires local write access");
   }
   auto mr = std::make_shared<verbs::MemoryRegion>();
   mr->addr = static_cast<std::uint8_t*>(addr);
-  mr->length = length;
-  mr->iova = iova;
+  mr->length = implicit ? UINT64_MAX : length;
+  mr->iova = implicit ? 0 : iova;
   mr->access = access_flags;
   mr->pd = &impl_->pd;
   if (Status s = impl_->ctx->device.stags().insert(mr); !s) return Unexpected{std::move(s)};

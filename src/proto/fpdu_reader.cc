@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cstring>
 
+#include "base/faulting_memory.h"
+
 namespace uwarp::proto {
 namespace {
 constexpr std::size_t kPrefix = wire::kMpaLengthFieldSize + wire::kDdpControlSize;
@@ -67,8 +69,19 @@ std::size_t FpduReader::feed(ConstByteSpan input) {
           on_payload_bytes(0);
           break;
         }
-        const ByteSpan target = direct_target();
+        const ByteSpan target = payload_target();
         const std::size_t n = std::min(avail, target.size());
+        if (placement_.on_demand) {
+          // Memory that may fault: written by the kernel, the CRC taken from the input.
+          if (!copy_to_faulting(target, input.subspan(used, n))) {
+            fail(placement_.error);
+            break;
+          }
+          if (crc_enabled_) crc_.update(input.subspan(used, n));
+          used += n;
+          payload_placed(n);
+          break;
+        }
         if (n > 0) std::memcpy(target.data(), input.data() + used, n);
         used += n;
         on_payload_bytes(n);
@@ -190,7 +203,12 @@ std::size_t FpduReader::feed_whole_fpdu(ConstByteSpan in) {
         }
         const ByteSpan span = placement_.scatter[scatter_index_].subspan(scatter_offset_);
         const std::size_t n = std::min(span.size(), payload.size() - placed);
-        std::memcpy(span.data(), payload.data() + placed, n);
+        if (!placement_.on_demand) {
+          std::memcpy(span.data(), payload.data() + placed, n);
+        } else if (!copy_to_faulting(span.first(n), payload.subspan(placed, n))) {
+          fail(placement_.error);
+          return header_end + placed;
+        }
         placed += n;
         scatter_offset_ += n;
         begin_next_scatter();
@@ -228,6 +246,11 @@ void FpduReader::begin_next_scatter() {
 }
 
 ByteSpan FpduReader::direct_target() const {
+  // Memory that may fault is written only by copies that report it (placement_.on_demand).
+  return placement_.on_demand ? ByteSpan{} : payload_target();
+}
+
+ByteSpan FpduReader::payload_target() const {
   if (state_ != State::kPayload || failed() || payload_left_ == 0) return {};
   if (placement_.kind == Placement::Kind::kDiscard) return {};
   // With markers, payload stops at a marker's place: the marker is fed from the bounce buffer.
@@ -257,9 +280,12 @@ void FpduReader::commit_direct(std::size_t n) {
 }
 
 void FpduReader::on_payload_bytes(std::size_t n) {
+  if (n > 0 && crc_enabled_) crc_.update(payload_target().first(n));
+  payload_placed(n);
+}
+
+void FpduReader::payload_placed(std::size_t n) {
   if (n > 0) {
-    const ByteSpan target = direct_target();
-    if (crc_enabled_) crc_.update(target.first(n));
     advance(n);
     payload_left_ -= n;
     if (placement_.kind == Placement::Kind::kBuffered) {

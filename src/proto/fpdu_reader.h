@@ -50,7 +50,8 @@ class FpduReader {
   }
 
   // A span that the next payload bytes may be received into directly, or empty when the reader
-  // needs header or trailer bytes (receive those into a bounce buffer and feed() them).
+  // needs header or trailer bytes, or places into memory that may fault (receive those into a
+  // bounce buffer and feed() them).
   ByteSpan direct_target() const;
   // `n` bytes (at most direct_target().size()) were written into direct_target().
   void commit_direct(std::size_t n);
@@ -97,7 +98,12 @@ class FpduReader {
   void on_header_complete();
   // The whole header is in header_: decode it, ask the sink where the payload goes.
   void begin_segment();
+  // Where the next payload bytes go (direct_target(), whatever the memory).
+  ByteSpan payload_target() const;
+  // `n` payload bytes landed in payload_target(): their CRC is read from there.
   void on_payload_bytes(std::size_t n);
+  // `n` payload bytes were placed (their CRC taken already): the reader moves on.
+  void payload_placed(std::size_t n);
   // The payload is complete: pad and CRC come next.
   void begin_trailer();
   void on_trailer_complete();

@@ -28,13 +28,17 @@ struct Placement {
   };
   Kind kind = Kind::kReject;
   std::span<const ByteSpan> scatter;  // owned by the sink; valid until on_segment_end
-  wire::TerminateCode error;
+  wire::TerminateCode error;  // kReject: the Terminate; on_demand: the one for a fault
+  // kScatter: the memory may fault (on-demand paging): it is written by copies that report a
+  // fault (base/faulting_memory.h), never received into directly, and a fault fails the stream
+  // with `error`.
+  bool on_demand = false;
 
-  static Placement into(std::span<const ByteSpan> s) { return {Kind::kScatter, s, {}}; }
-  static Placement buffered() { return {Kind::kBuffered, {}, {}}; }
-  static Placement reject(wire::TerminateCode e) { return {Kind::kReject, {}, e}; }
-  static Placement discard() { return {Kind::kDiscard, {}, {}}; }
-  static Placement wait() { return {Kind::kWait, {}, {}}; }
+  static Placement into(std::span<const ByteSpan> s) { return {Kind::kScatter, s, {}, false}; }
+  static Placement buffered() { return {Kind::kBuffered, {}, {}, false}; }
+  static Placement reject(wire::TerminateCode e) { return {Kind::kReject, {}, e, false}; }
+  static Placement discard() { return {Kind::kDiscard, {}, {}, false}; }
+  static Placement wait() { return {Kind::kWait, {}, {}, false}; }
 };
 
 inline constexpr std::size_t kMaxBufferedPayload = wire::kTerminateMaxSize + 64;

@@ -7,11 +7,6 @@ namespace uwarp::proto {
 using wire::RdmapOpcode;
 namespace term = wire::term;
 
-Placement RdmapReceiver::from(const ScatterResult& r) {
-  if (!r) return Placement::reject(r.error());
-  return Placement::into(*r);
-}
-
 Placement RdmapReceiver::on_segment_header(const wire::DdpHeader& h, std::size_t payload_length) {
   header_ = h;
   payload_length_ = payload_length;
@@ -31,13 +26,16 @@ Placement RdmapReceiver::on_segment_header(const wire::DdpHeader& h, std::size_t
     if (op == RdmapOpcode::kRdmaWrite) {
       segment_ = Segment::kWrite;
       if (payload_length == 0) return Placement::into({});  // zero-length: touches no memory
+      // A page of the region that cannot be written is outside what the STag reaches.
       return from(delegate_.resolve_write(wire::Stag{h.stag}, wire::TaggedOffset{h.tagged_offset},
-                                          payload_length));
+                                          payload_length),
+                  term::kDdpTaggedBaseBounds);
     }
     if (op == RdmapOpcode::kReadResponse) {
       segment_ = Segment::kReadResponse;
       return from(delegate_.resolve_read_response(
-          wire::Stag{h.stag}, wire::TaggedOffset{h.tagged_offset}, payload_length));
+                      wire::Stag{h.stag}, wire::TaggedOffset{h.tagged_offset}, payload_length),
+                  term::kRdmapLocalCatastrophic);
     }
     return Placement::reject(term::kRdmapUnexpectedOpcode);
   }
@@ -109,7 +107,8 @@ Placement RdmapReceiver::on_send_header(const wire::DdpHeader& h, std::size_t pa
   auto r = delegate_.resolve_receive(msn, mo, payload_length, first);
   if (!r) return first ? no_receive(r.error()) : Placement::reject(r.error());
   send_in_progress_ = true;
-  return Placement::into(*r);
+  // The receive's memory failed this side, not the peer: a local catastrophic error.
+  return from(r, term::kRdmapLocalCatastrophic);
 }
 
 // RFC 7306: an Immediate Data message is one untagged message of exactly eight bytes on queue

@@ -20,7 +20,15 @@
 
 namespace uwarp::proto {
 
-using Scatter = std::span<const ByteSpan>;
+// Where a segment's payload goes: memory of registered regions, in order. `on_demand`: some of it
+// belongs to a region registered for on-demand paging, which the application may have
+// unmapped; the reader then places it by copies that report a fault (base/faulting_memory.h).
+struct Scatter {
+  Scatter() = default;
+  Scatter(std::span<const ByteSpan> s, bool od = false) : spans(s), on_demand(od) {}  // NOLINT
+  std::span<const ByteSpan> spans;
+  bool on_demand = false;
+};
 using ScatterResult = Expected<Scatter, wire::TerminateCode>;
 
 // A completed inbound Send or RFC 7306 Immediate Data message, for the receive completion.
@@ -98,7 +106,11 @@ class RdmapReceiver final : public FpduSink {
   Placement no_receive(const wire::TerminateCode& code);
   Placement on_queue_message_header(const wire::DdpHeader& h, std::size_t payload_length,
                                     std::uint32_t queue, std::size_t exact_length);
-  Placement from(const ScatterResult& r);
+  // The placement for `r`; `fault`: the Terminate if on-demand memory faults.
+  static Placement from(const ScatterResult& r, const wire::TerminateCode& fault) {
+    if (!r) return Placement::reject(r.error());
+    return Placement{Placement::Kind::kScatter, r->spans, fault, r->on_demand};
+  }
   // on_segment_end, by what the segment was.
   std::optional<wire::TerminateCode> end_send_segment();
   std::optional<wire::TerminateCode> end_immediate(ConstByteSpan buffered,

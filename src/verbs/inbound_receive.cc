@@ -1,5 +1,7 @@
 #include "verbs/inbound_receive.h"
 
+#include <algorithm>
+
 #include "wire/rdmap_ext.h"
 
 namespace uwarp::verbs {
@@ -25,6 +27,7 @@ std::optional<wire::TerminateCode> InboundReceive::begin() {
     return term::kRdmapCatastrophicStream;
   }
   for (const ByteSpan& s : spans_) capacity_ += s.size();
+  on_demand_ = std::any_of(mrs_.begin(), mrs_.end(), [](const MemoryRegionRef& m) { return m->on_demand(); });
   return std::nullopt;
 }
 

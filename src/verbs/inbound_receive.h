@@ -38,7 +38,7 @@ class InboundReceive {
     if (mo.value() + length > capacity_ || !slice(spans_, mo.value(), length, scatter_)) {
       return too_long();
     }
-    return proto::Scatter(scatter_);
+    return proto::Scatter(scatter_, on_demand_);
   }
   // The active receive's memory lies (partly) in `memory`.
   bool places_into(ConstByteSpan memory) const {
@@ -78,6 +78,7 @@ class InboundReceive {
   RecvEntry entry_;
   std::vector<ByteSpan> spans_;
   std::vector<MemoryRegionRef> mrs_;
+  bool on_demand_ = false;  // some of the receive's memory is registered for on-demand paging
   std::size_t capacity_ = 0;
   std::vector<ByteSpan> scatter_;
 };

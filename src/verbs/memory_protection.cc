@@ -4,6 +4,8 @@
 #include <atomic>
 #include <utility>
 
+#include "base/faulting_memory.h"
+
 namespace uwarp::verbs {
 namespace term = wire::term;
 
@@ -23,6 +25,12 @@ bool MemoryProtection::resolve_local(const std::vector<Sge>& sges, std::uint32_t
     if (!find_region(local_mr_, s.lkey) || is_window(local_mr_->kind)) return false;
     auto r = local_mr_->resolve(pd_, qp_, s.addr, s.length, needed);
     if (!r) return false;
+    // On-demand memory is brought in now, so that the request fails here, with a local
+    // protection error, if it is not there (the sends that read it happen later, in TCP).
+    if (local_mr_->on_demand() &&
+        !prefault(*r, (needed & access::kLocalWrite) != 0 ? Prefault::kWrite : Prefault::kRead)) {
+      return false;
+    }
     spans.push_back(*r);
     keep.push_back(local_mr_);
   }
@@ -35,6 +43,8 @@ Expected<proto::ReadSource, wire::TerminateCode> MemoryProtection::resolve_read_
   if (!mr) return Unexpected{term::kRdmapInvalidStag};
   auto r = mr->resolve(pd_, qp_, offset.value(), length, access::kRemoteRead);
   if (!r) return Unexpected{read_source_error(r.error())};
+  // On-demand memory the response could not read is outside what the STag reaches.
+  if (mr->on_demand() && !prefault(*r, Prefault::kRead)) return Unexpected{term::kRdmapBaseBounds};
   return proto::ReadSource{*r, std::move(mr)};
 }
 
@@ -47,6 +57,7 @@ Expected<proto::ReadSource, wire::TerminateCode> MemoryProtection::resolve_atomi
   if (reinterpret_cast<std::uintptr_t>(r->data()) % sizeof(std::uint64_t) != 0) {
     return Unexpected{term::kRdmapBaseBounds};
   }
+  if (mr->on_demand() && !prefault(*r, Prefault::kWrite)) return Unexpected{term::kRdmapBaseBounds};
   return proto::ReadSource{*r, std::move(mr)};
 }
 

@@ -55,7 +55,7 @@ class MemoryProtection {
     auto r = write_mr_->resolve(pd_, qp_, to.value(), length, access::kRemoteWrite);
     if (!r) return Unexpected{write_error(r.error())};
     scatter_.assign(1, *r);
-    return proto::Scatter(scatter_);
+    return proto::Scatter(scatter_, write_mr_->on_demand());
   }
   // An inbound Read Request's source, checked for remote read.
   Expected<proto::ReadSource, wire::TerminateCode> resolve_read_source(wire::Stag stag,

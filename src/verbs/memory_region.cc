@@ -11,7 +11,9 @@ Expected<ByteSpan, AccessError> MemoryRegion::resolve(const ProtectionDomain* re
   if ((access & needed) != needed) return Unexpected{AccessError::kAccessRights};
   if (to + len < to) return Unexpected{AccessError::kWrap};
   if (to < iova || to + len > iova + length) return Unexpected{AccessError::kBounds};
-  return ByteSpan(addr + (to - iova), static_cast<std::size_t>(len));
+  // As integers: the implicit on-demand region starts at address 0.
+  const std::uintptr_t at = reinterpret_cast<std::uintptr_t>(addr) + (to - iova);
+  return ByteSpan(reinterpret_cast<std::uint8_t*>(at), static_cast<std::size_t>(len));
 }
 
 }  // namespace uwarp::verbs

@@ -6,7 +6,9 @@
 // deregistration, or one binding of a memory window or a fast-registered region (a rebinding is
 // a new MemoryRegion under a new key; verbs/stag_slot.h).
 //
-// Registration pins nothing: the application keeps the memory alive until deregistration.
+// Registration pins nothing: the application keeps the memory alive until deregistration, or
+// registers it for on-demand paging (access::kOnDemand), whose memory uwarp reaches only through
+// accesses that report a fault.
 // Thread: the fields other than `valid` and `windows` are immutable once published; those two
 // are atomic (invalidation may clear `valid` from the progress thread).
 #pragma once
@@ -61,6 +63,9 @@ struct MemoryRegion {
   // Regions: windows bound in them, plus kRegionClosing once deregistration has begun (it begins
   // only while none is bound; a bind fails after it has).
   std::atomic<std::uint32_t> windows{0};
+
+  // Registered for on-demand paging: its memory may fault (base/faulting_memory.h).
+  bool on_demand() const { return (access & access::kOnDemand) != 0; }
 
   // Checks rights and bounds of [to, to + len) for an access by `requester_qp` of PD
   // `requester` and returns the bytes there. `needed` is the access:: bit required (0 for local

@@ -66,7 +66,7 @@ wire::AtomicRequest QpPort::atomic_request(std::uint64_t seq) {
 
 void QpPort::atomic_complete(std::uint64_t seq, std::uint64_t original_value) {
   qp_.mu_.assert_held();
-  qp_.sq_.atomic_complete(seq, original_value);
+  if (!qp_.sq_.atomic_complete(seq, original_value)) qp_.request_failed_locked(false);
 }
 
 bool QpPort::peek_request(proto::OutboundRequest& next) {

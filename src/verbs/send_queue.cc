@@ -2,6 +2,7 @@
 
 #include <cstring>
 
+#include "base/faulting_memory.h"
 #include "verbs/send_wr.h"
 #include "wire/rdmap_ext.h"
 
@@ -187,12 +188,23 @@ wire::AtomicRequest SendQueue::atomic_request(std::uint64_t seq) {
   return e == nullptr ? wire::AtomicRequest{} : atomic_operands(e->opcode, e->compare_add, e->swap);
 }
 
-void SendQueue::atomic_complete(std::uint64_t seq, std::uint64_t original_value) {
+bool SendQueue::atomic_complete(std::uint64_t seq, std::uint64_t original_value) {
   Entry* e = find(seq);
-  if (e == nullptr || e->phase != Phase::kAwaitingResponse) return;
+  if (e == nullptr || e->phase != Phase::kAwaitingResponse) return true;
   // One SGE of 8 bytes (check_send_wr), resolved with local write access in start().
-  std::memcpy(e->spans.front().data(), &original_value, sizeof original_value);
+  const ConstByteSpan value(reinterpret_cast<const std::uint8_t*>(&original_value), sizeof original_value);
+  if (!e->mrs.front()->on_demand()) {
+    std::memcpy(e->spans.front().data(), value.data(), value.size());
+  } else if (!copy_to_faulting(e->spans.front(), value)) {
+    // On-demand memory unmapped since the request started: the result cannot be kept.
+    e->phase = Phase::kDone;
+    e->status = WcStatus::kLocalProtectionError;
+    e->mrs.clear();
+    complete_in_order();
+    return false;
+  }
   succeed(*e);
+  return true;
 }
 
 void SendQueue::flush(std::optional<WcStatus> first_status, std::uint32_t vendor_err) {

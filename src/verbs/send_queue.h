@@ -65,7 +65,9 @@ class SendQueue {
   // Atomic `seq` (started): its Atomic Request's operation and operands.
   wire::AtomicRequest atomic_request(std::uint64_t seq);
   // Atomic `seq` was answered: `original_value` goes to its local memory, and it completes.
-  void atomic_complete(std::uint64_t seq, std::uint64_t original_value);
+  // False if the result could not be stored (on-demand memory that faults): the request has
+  // completed with a local protection error, and the QP is to fail.
+  bool atomic_complete(std::uint64_t seq, std::uint64_t original_value);
   // Every access through the binding local operation `seq` took away has been cut off.
   void swept(std::uint64_t seq);
 

@@ -1,5 +1,7 @@
 // uwarp against a raw peer breaking iWARP rules: Terminate table, peer Terminates, MPA failures.
 #include <gtest/gtest.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
@@ -977,6 +979,107 @@ TEST_F(TerminateTest, MpaMarkerThatPointsWrong) {
   e.segment_length = static_cast<std::uint16_t>(h2.size() + second.size());
   ASSERT_NO_FATAL_FAILURE(expect_terminate(e));
   EXPECT_TRUE(std::equal(first.begin(), first.end(), rw_buf_.begin()));
+}
+
+// ---- On-demand paging: a region whose memory is not all mapped ----
+
+// Three pages registered for on-demand paging, the middle one unmapped: an access there ends in
+// the RFC's error for it, never in SIGSEGV (base/faulting_memory.h).
+class OnDemandPages {
+ public:
+  explicit OnDemandPages(ProtectionDomain& pd) : page_(static_cast<std::size_t>(sysconf(_SC_PAGESIZE))) {
+    void* p = mmap(nullptr, 3 * page_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    EXPECT_NE(p, MAP_FAILED);
+    base_ = static_cast<std::uint8_t*>(p);
+    EXPECT_EQ(munmap(base_ + page_, page_), 0);
+    mr_.emplace(pd.reg_mr(base_, 3 * page_,
+                          access::kLocalWrite | access::kRemoteWrite | access::kRemoteRead |
+                              access::kRemoteAtomic | access::kOnDemand)
+                    .value());
+  }
+  ~OnDemandPages() {
+    mr_.reset();
+    munmap(base_, page_);
+    munmap(base_ + 2 * page_, page_);
+  }
+  std::uint32_t rkey() const { return mr_->rkey(); }
+  std::uint64_t mapped() const { return reinterpret_cast<std::uintptr_t>(base_); }
+  std::uint64_t unmapped() const { return mapped() + page_; }
+  std::uint8_t* bytes() const { return base_; }
+  Sge sge(std::uint64_t addr, std::uint32_t length) const { return {addr, length, mr_->lkey()}; }
+
+ private:
+  std::size_t page_;
+  std::uint8_t* base_ = nullptr;
+  std::optional<MemoryRegion> mr_;
+};
+
+TEST_F(TerminateTest, OnDemandWriteIntoAnUnmappedPage) {
+  OnDemandPages odp(*pd_);
+  ASSERT_NO_FATAL_FAILURE(connect_raw());
+  // Into the mapped page: placed (through a copy that could have faulted).
+  const auto first = pattern(3000, 40);
+  ASSERT_TRUE(raw_.send_fpdu(RawPeer::tagged_header(RdmapOpcode::kRdmaWrite, odp.rkey(), odp.mapped()),
+                             first));
+  // Into the hole: DDP / tagged / base or bounds.
+  const auto h = RawPeer::tagged_header(RdmapOpcode::kRdmaWrite, odp.rkey(), odp.unmapped() + 8);
+  violate(h, pattern(64, 41), wire::term::kDdpTaggedBaseBounds);
+  EXPECT_TRUE(std::equal(first.begin(), first.end(), odp.bytes()));
+}
+
+TEST_F(TerminateTest, OnDemandReadOfAnUnmappedPage) {
+  OnDemandPages odp(*pd_);
+  wire::ReadRequest rr;
+  rr.sink_stag = 0x1234;
+  rr.size = 64;
+  rr.source_stag = odp.rkey();
+  rr.source_to = odp.unmapped() - 32;  // its last 32 bytes lie in the hole
+  read_request_violation(rr, wire::term::kRdmapBaseBounds);
+}
+
+TEST_F(TerminateTest, OnDemandAtomicOnAnUnmappedWord) {
+  OnDemandPages odp(*pd_);
+  atomic_violation(atomic_request(odp.rkey(), odp.unmapped() + 64), wire::term::kRdmapBaseBounds);
+}
+
+TEST_F(TerminateTest, OnDemandReceiveInAnUnmappedPage) {
+  OnDemandPages odp(*pd_);
+  ASSERT_NO_FATAL_FAILURE(connect_raw());
+  Sge r = odp.sge(odp.unmapped(), 64);
+  ASSERT_TRUE(qp_->post_recv({9, {&r, 1}}));
+  const auto h = RawPeer::untagged_header(RdmapOpcode::kSend, wire::kQueueSend, 1);
+  violate(h, pattern(16, 42), wire::term::kRdmapCatastrophicStream);
+  auto wc = wait_wc(*cq_);
+  ASSERT_TRUE(wc);
+  EXPECT_EQ(wc->wr_id, 9u);
+  EXPECT_EQ(wc->status, WcStatus::kLocalProtectionError) << to_string(wc->status);
+}
+
+TEST_F(TerminateTest, OnDemandReceiveWhosePageGoesAwayBetweenSegments) {
+  // The receive was mapped when the Send's first segment took it; the application unmaps a page
+  // before the second segment: the copy into it faults, a local catastrophic error.
+  const std::size_t page = static_cast<std::size_t>(sysconf(_SC_PAGESIZE));
+  void* p = mmap(nullptr, 2 * page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  ASSERT_NE(p, MAP_FAILED);
+  auto* base = static_cast<std::uint8_t*>(p);
+  std::optional<MemoryRegion> mr(pd_->reg_mr(base, 2 * page, access::kLocalWrite | access::kOnDemand).value());
+  ASSERT_NO_FATAL_FAILURE(connect_raw());
+  Sge r = mr->sge(0, static_cast<std::uint32_t>(2 * page));
+  ASSERT_TRUE(qp_->post_recv({9, {&r, 1}}));
+  const auto first = pattern(page, 43);
+  ASSERT_TRUE(raw_.send_fpdu(
+      RawPeer::untagged_header(RdmapOpcode::kSend, wire::kQueueSend, 1, 0, /*last=*/false), first));
+  // The first segment has landed when its last byte has.
+  for (int i = 0; i < 2000 && base[page - 1] != first.back(); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  ASSERT_EQ(base[page - 1], first.back());
+  ASSERT_EQ(munmap(base + page, page), 0);
+  const auto h = RawPeer::untagged_header(RdmapOpcode::kSend, wire::kQueueSend, 1,
+                                          static_cast<std::uint32_t>(page));
+  violate(h, pattern(64, 44), wire::term::kRdmapLocalCatastrophic);
+  mr.reset();
+  munmap(base, page);
 }
 
 TEST_F(TerminateTest, GarbageInsteadOfMpaRequest) {

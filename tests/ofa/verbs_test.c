@@ -194,6 +194,12 @@ static void test_queries(struct ibv_context* ctx) {
   CHECK_ERR(ibv_query_device_ex(ctx, NULL, &dx), 0);
   CHECK(dx.orig_attr.vendor_id == 0x757770);
   CHECK(dx.phys_port_cnt_ex == 1);
+  CHECK(dx.odp_caps.general_caps == (IBV_ODP_SUPPORT | IBV_ODP_SUPPORT_IMPLICIT));
+  CHECK((dx.odp_caps.per_transport_caps.rc_odp_caps & (IBV_ODP_SUPPORT_SEND | IBV_ODP_SUPPORT_RECV |
+                                                       IBV_ODP_SUPPORT_WRITE | IBV_ODP_SUPPORT_READ |
+                                                       IBV_ODP_SUPPORT_ATOMIC)) ==
+        (IBV_ODP_SUPPORT_SEND | IBV_ODP_SUPPORT_RECV | IBV_ODP_SUPPORT_WRITE | IBV_ODP_SUPPORT_READ |
+         IBV_ODP_SUPPORT_ATOMIC));
   struct ibv_query_device_ex_input bad_input = {.comp_mask = 1};
   CHECK_ERR(ibv_query_device_ex(ctx, &bad_input, &dx), EINVAL);
 
@@ -304,7 +310,26 @@ static void test_memory(struct ibv_context* ctx) {
   mr = ibv_reg_mr(pd, buf, sizeof buf, rw | IBV_ACCESS_HUGETLB);
   CHECK(mr != NULL);
   if (mr != NULL) ibv_dereg_mr(mr);
-  CHECK_NULL_ERRNO(ibv_reg_mr(pd, buf, sizeof buf, rw | IBV_ACCESS_ON_DEMAND), EOPNOTSUPP);
+  /* On-demand paging: a region, the implicit one over the whole address space, advice. */
+  mr = ibv_reg_mr(pd, buf, sizeof buf, rw | IBV_ACCESS_ON_DEMAND);
+  CHECK(mr != NULL);
+  if (mr != NULL) {
+    struct ibv_sge sge = {.addr = (uintptr_t)buf, .length = sizeof buf, .lkey = mr->lkey};
+    CHECK_ERR(ibv_advise_mr(pd, IBV_ADVISE_MR_ADVICE_PREFETCH_WRITE, IBV_ADVISE_MR_FLAG_FLUSH, &sge, 1), 0);
+    sge.length = sizeof buf + 1; /* beyond the region */
+    CHECK_ERR(ibv_advise_mr(pd, IBV_ADVISE_MR_ADVICE_PREFETCH, 0, &sge, 1), EINVAL);
+    ibv_dereg_mr(mr);
+  }
+  mr = ibv_reg_mr(pd, NULL, SIZE_MAX, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_ON_DEMAND);
+  CHECK(mr != NULL);
+  if (mr != NULL) {
+    struct ibv_sge sge = {.addr = (uintptr_t)buf, .length = 64, .lkey = mr->lkey};
+    CHECK_ERR(ibv_advise_mr(pd, IBV_ADVISE_MR_ADVICE_PREFETCH, 0, &sge, 1), 0);
+    sge.addr = 8; /* no page there */
+    CHECK_ERR(ibv_advise_mr(pd, IBV_ADVISE_MR_ADVICE_PREFETCH, 0, &sge, 1), EFAULT);
+    ibv_dereg_mr(mr);
+  }
+  CHECK_NULL_ERRNO(ibv_reg_mr(pd, NULL, SIZE_MAX, rw), EINVAL); /* implicit: on demand only */
   CHECK_NULL_ERRNO(ibv_reg_mr(pd, buf, 0, rw), EINVAL);
   CHECK_NULL_ERRNO(ibv_reg_mr(pd, NULL, 4096, rw), EINVAL);
   CHECK_NULL_ERRNO(ibv_reg_mr(pd, buf, sizeof buf, 1 << 12), EINVAL);

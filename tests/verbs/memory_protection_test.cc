@@ -57,9 +57,9 @@ TEST(verbs_memory_protection, EachAccessErrorHasItsTerminateCode) {
 TEST_F(MemoryProtectionTest, AnInboundWriteLandsInItsRegionOrIsRefusedWithADdpTaggedError) {
   auto ok = protection_.resolve_write(mine_.stag(), mine_.to(10), 20);
   ASSERT_TRUE(ok);
-  ASSERT_EQ(ok->size(), 1u);
-  EXPECT_EQ((*ok)[0].data(), mine_.bytes.data() + 10);
-  EXPECT_EQ((*ok)[0].size(), 20u);
+  ASSERT_EQ(ok->spans.size(), 1u);
+  EXPECT_EQ(ok->spans[0].data(), mine_.bytes.data() + 10);
+  EXPECT_EQ(ok->spans[0].size(), 20u);
 
   auto refused = [&](std::uint32_t stag, std::uint64_t to, std::size_t length) {
     auto r = protection_.resolve_write(wire::Stag{stag}, wire::TaggedOffset{to}, length);
@@ -79,7 +79,7 @@ TEST_F(MemoryProtectionTest, TheRegionFoundLastServesOnlyItsOwnStagWhileValid) {
   Buffer next = testing::register_buffer(stags_, &pd_, 64, kRemote);
   auto other_stag = protection_.resolve_write(next.stag(), next.to(8), 4);
   ASSERT_TRUE(other_stag);
-  EXPECT_EQ((*other_stag)[0].data(), next.bytes.data() + 8);
+  EXPECT_EQ(other_stag->spans[0].data(), next.bytes.data() + 8);
   ASSERT_TRUE(protection_.resolve_write(mine_.stag(), mine_.to(), 4));
 
   mine_.mr->valid.store(false);
@@ -142,11 +142,11 @@ TEST_F(MemoryProtectionTest, AReadSinkIsSlicedByOffsetAcrossItsSpans) {
                                       ByteSpan(mine_.bytes.data() + 100, 20)};
   auto r = protection_.resolve_read_sink(&sink, 6, 10);
   ASSERT_TRUE(r);
-  ASSERT_EQ(r->size(), 2u);
-  EXPECT_EQ((*r)[0].data(), mine_.bytes.data() + 6);
-  EXPECT_EQ((*r)[0].size(), 4u);
-  EXPECT_EQ((*r)[1].data(), mine_.bytes.data() + 100);
-  EXPECT_EQ((*r)[1].size(), 6u);
+  ASSERT_EQ(r->spans.size(), 2u);
+  EXPECT_EQ(r->spans[0].data(), mine_.bytes.data() + 6);
+  EXPECT_EQ(r->spans[0].size(), 4u);
+  EXPECT_EQ(r->spans[1].data(), mine_.bytes.data() + 100);
+  EXPECT_EQ(r->spans[1].size(), 6u);
   auto past = protection_.resolve_read_sink(&sink, 25, 6);
   ASSERT_FALSE(past);
   EXPECT_EQ(past.error(), term::kDdpTaggedBaseBounds);
