@@ -64,8 +64,11 @@ struct MemoryRegion {
   // only while none is bound; a bind fails after it has).
   std::atomic<std::uint32_t> windows{0};
 
-  // Registered for on-demand paging: its memory may fault (base/faulting_memory.h).
-  bool on_demand() const { return (access & access::kOnDemand) != 0; }
+  // Registered for on-demand paging (a window: bound in such a region): its memory may fault
+  // (base/faulting_memory.h).
+  bool on_demand() const {
+    return (access & access::kOnDemand) != 0 || (parent != nullptr && parent->on_demand());
+  }
 
   // Checks rights and bounds of [to, to + len) for an access by `requester_qp` of PD
   // `requester` and returns the bytes there. `needed` is the access:: bit required (0 for local

@@ -144,6 +144,40 @@ TEST(OnDemandPaging, ASendFromUnmappedOnDemandMemoryFailsLocally) {
   m.size = page;  // the rest is already unmapped
 }
 
+// A window bound in an on-demand region reaches its memory as the region does: a Write through
+// the window into a page that went away ends in the writer's QP failing (the Terminate), not in
+// SIGSEGV at the responder, which then carries on.
+TEST(OnDemandPaging, AWindowInAnOnDemandRegionFaultsAsTheRegionDoes) {
+  ConnectedPair p;
+  ASSERT_TRUE(p.connected);
+  Side& cl = *p.client;
+  Side& sv = *p.server;
+  const std::size_t page = static_cast<std::size_t>(sysconf(_SC_PAGESIZE));
+  Mapping m(2 * page);
+  auto odp = sv.pd.reg_mr(m.bytes, m.size, kAllRemote | access::kMwBind | access::kOnDemand);
+  ASSERT_TRUE(odp);
+  MemoryWindow mw = sv.pd.alloc_mw(WindowType::kType1).value();
+  auto rkey = sv.qp.bind_mw(mw, *odp, Sge{m.addr(), static_cast<std::uint32_t>(2 * page), 0},
+                            access::kRemoteWrite, 1);
+  ASSERT_TRUE(rkey);
+  auto wc = wait_wc(sv.cq);
+  ASSERT_TRUE(wc);
+  ASSERT_EQ(wc->status, WcStatus::kSuccess) << to_string(wc->status);
+  ASSERT_EQ(munmap(m.bytes + page, page), 0);
+  m.size = page;
+
+  Sge local = cl.mr.sge(0, 64);
+  SendWr w{.wr_id = 1, .opcode = WrOpcode::kRdmaWrite, .sg_list = {&local, 1}};
+  w.remote_addr = m.addr(page + 8);
+  w.rkey = *rkey;
+  ASSERT_TRUE(cl.qp.post_send(w));
+  for (int i = 0; i < 5000 && cl.qp.state() != QpState::kError; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  EXPECT_EQ(cl.qp.state(), QpState::kError) << "the responder's Terminate ends the writer's QP";
+  EXPECT_EQ(sv.qp.state(), QpState::kError);
+}
+
 TEST(OnDemandPaging, OnlyTheWholeAddressSpaceMayBeRegisteredAtNull) {
   ConnectedPair p;
   ASSERT_TRUE(p.connected);
