@@ -30,6 +30,18 @@ struct Mapping {
   std::uint8_t* bytes = nullptr;
 };
 
+// Posts `op` (an RDMA Write or Read, an atomic) from `local` of `from` to `addr` under `rkey`,
+// and waits for its completion.
+std::optional<WorkCompletion> remote_op(Side& from, WrOpcode op, Sge local, std::uint64_t addr,
+                                        std::uint32_t rkey, std::uint64_t compare_add = 0) {
+  SendWr wr{.wr_id = 1, .opcode = op, .sg_list = {&local, 1}};
+  wr.remote_addr = addr;
+  wr.rkey = rkey;
+  wr.compare_add = compare_add;
+  if (!from.qp.post_send(wr)) return std::nullopt;
+  return wait_wc(from.cq);
+}
+
 // A 1 MiB Write into untouched on-demand memory, read back (both through the bounce buffer:
 // such memory is never received into directly), then a Send into it and an atomic on it.
 TEST(OnDemandPaging, WriteReadSendAndAtomicThroughAnOnDemandRegion) {
@@ -44,21 +56,12 @@ TEST(OnDemandPaging, WriteReadSendAndAtomicThroughAnOnDemandRegion) {
 
   const auto data = pattern(kSize, 7);
   std::memcpy(cl.buf.data(), data.data(), kSize);
-  Sge local = cl.mr.sge(0, kSize);
-  SendWr w{.wr_id = 1, .opcode = WrOpcode::kRdmaWrite, .sg_list = {&local, 1}};
-  w.remote_addr = m.addr(123);
-  w.rkey = odp->rkey();
-  ASSERT_TRUE(cl.qp.post_send(w));
-  auto wc = wait_wc(cl.cq);
+  auto wc = remote_op(cl, WrOpcode::kRdmaWrite, cl.mr.sge(0, kSize), m.addr(123), odp->rkey());
   ASSERT_TRUE(wc);
   ASSERT_EQ(wc->status, WcStatus::kSuccess) << to_string(wc->status);
 
   std::memset(cl.buf.data(), 0, kSize);
-  SendWr r{.wr_id = 2, .opcode = WrOpcode::kRdmaRead, .sg_list = {&local, 1}};
-  r.remote_addr = m.addr(123);
-  r.rkey = odp->rkey();
-  ASSERT_TRUE(cl.qp.post_send(r));
-  wc = wait_wc(cl.cq);
+  wc = remote_op(cl, WrOpcode::kRdmaRead, cl.mr.sge(0, kSize), m.addr(123), odp->rkey());
   ASSERT_TRUE(wc);
   ASSERT_EQ(wc->status, WcStatus::kSuccess) << to_string(wc->status);
   EXPECT_EQ(std::memcmp(cl.buf.data(), data.data(), kSize), 0);
@@ -75,13 +78,8 @@ TEST(OnDemandPaging, WriteReadSendAndAtomicThroughAnOnDemandRegion) {
   EXPECT_EQ(std::memcmp(m.bytes + kSize + 5, data.data(), 4000), 0);
   ASSERT_TRUE(wait_wc(cl.cq));
 
-  Sge result = cl.mr.sge(kSize - 8, 8);
-  SendWr add{.wr_id = 5, .opcode = WrOpcode::kAtomicFetchAdd, .sg_list = {&result, 1}};
-  add.remote_addr = m.addr(2 * kSize - 64);
-  add.rkey = odp->rkey();
-  add.compare_add = 41;
-  ASSERT_TRUE(cl.qp.post_send(add));
-  wc = wait_wc(cl.cq);
+  wc = remote_op(cl, WrOpcode::kAtomicFetchAdd, cl.mr.sge(kSize - 8, 8), m.addr(2 * kSize - 64),
+                 odp->rkey(), 41);
   ASSERT_TRUE(wc);
   EXPECT_EQ(wc->status, WcStatus::kSuccess) << to_string(wc->status);
   std::uint64_t word = 0;
@@ -100,28 +98,15 @@ TEST(OnDemandPaging, TheImplicitRegionReachesMemoryMappedLater) {
   Mapping later(64 * 1024);  // mapped after the registration
   const auto data = pattern(60000, 8);
   std::memcpy(cl.buf.data(), data.data(), data.size());
-  Sge local = cl.mr.sge(0, static_cast<std::uint32_t>(data.size()));
-  SendWr w{.wr_id = 1, .opcode = WrOpcode::kRdmaWrite, .sg_list = {&local, 1}};
-  w.remote_addr = later.addr(100);
-  w.rkey = all->rkey();
-  ASSERT_TRUE(cl.qp.post_send(w));
-  auto wc = wait_wc(cl.cq);
+  const auto size = static_cast<std::uint32_t>(data.size());
+  auto wc = remote_op(cl, WrOpcode::kRdmaWrite, cl.mr.sge(0, size), later.addr(100), all->rkey());
   ASSERT_TRUE(wc);
   EXPECT_EQ(wc->status, WcStatus::kSuccess) << to_string(wc->status);
   // The Write is placed when a Read behind it on the same stream returns.
-  std::uint8_t probe = 0;
-  std::vector<std::uint8_t> back(8);
-  auto back_mr = cl.pd.reg_mr(back.data(), back.size(), access::kLocalWrite).value();
-  Sge back_sge = back_mr.sge(0, 8);
-  SendWr r{.wr_id = 2, .opcode = WrOpcode::kRdmaRead, .sg_list = {&back_sge, 1}};
-  r.remote_addr = later.addr(100);
-  r.rkey = all->rkey();
-  ASSERT_TRUE(cl.qp.post_send(r));
-  wc = wait_wc(cl.cq);
+  wc = remote_op(cl, WrOpcode::kRdmaRead, cl.mr.sge(size, 8), later.addr(100), all->rkey());
   ASSERT_TRUE(wc);
   EXPECT_EQ(wc->status, WcStatus::kSuccess) << to_string(wc->status);
-  probe = back[0];
-  EXPECT_EQ(probe, data[0]);
+  EXPECT_EQ(cl.buf[size], data[0]);
   EXPECT_EQ(std::memcmp(later.bytes + 100, data.data(), data.size()), 0);
 }
 
@@ -166,11 +151,8 @@ TEST(OnDemandPaging, AWindowInAnOnDemandRegionFaultsAsTheRegionDoes) {
   ASSERT_EQ(munmap(m.bytes + page, page), 0);
   m.size = page;
 
-  Sge local = cl.mr.sge(0, 64);
-  SendWr w{.wr_id = 1, .opcode = WrOpcode::kRdmaWrite, .sg_list = {&local, 1}};
-  w.remote_addr = m.addr(page + 8);
-  w.rkey = *rkey;
-  ASSERT_TRUE(cl.qp.post_send(w));
+  // Its completion may come before or after the Terminate.
+  remote_op(cl, WrOpcode::kRdmaWrite, cl.mr.sge(0, 64), m.addr(page + 8), *rkey);
   for (int i = 0; i < 5000 && cl.qp.state() != QpState::kError; ++i) {
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
   }

@@ -290,10 +290,15 @@ class TerminateTest : public ::testing::Test {
   void violate(const wire::DdpHeader& h, const std::vector<std::uint8_t>& payload,
                const TerminateCode& code) {
     ASSERT_TRUE(raw_.send_fpdu(h, payload));
+    ASSERT_NO_FATAL_FAILURE(expect_terminate_of_segment(code, h, payload.size()));
+  }
+  // One Terminate with `code`, quoting the segment with header `h` and `payload_size` bytes.
+  void expect_terminate_of_segment(const TerminateCode& code, const wire::DdpHeader& h,
+                                   std::size_t payload_size) {
     Expected e;
     e.code = code;
     e.ddp_header = RawPeer::header_bytes(h);
-    e.segment_length = static_cast<std::uint16_t>(h.size() + payload.size());
+    e.segment_length = static_cast<std::uint16_t>(h.size() + payload_size);
     ASSERT_NO_FATAL_FAILURE(expect_terminate(e));
   }
 
@@ -751,11 +756,7 @@ TEST_F(TerminateTest, WrongCrc) {
   auto f = RawPeer::build_fpdu(h, payload, true);
   f.back() ^= 0x01;  // the last CRC byte
   ASSERT_TRUE(raw_.send_raw(f));
-  Expected e;
-  e.code = wire::term::kLlpBadCrc;
-  e.ddp_header = RawPeer::header_bytes(h);
-  e.segment_length = static_cast<std::uint16_t>(h.size() + payload.size());
-  ASSERT_NO_FATAL_FAILURE(expect_terminate(e));
+  ASSERT_NO_FATAL_FAILURE(expect_terminate_of_segment(wire::term::kLlpBadCrc, h, payload.size()));
 }
 
 TEST_F(TerminateTest, GoodCrcIsAccepted) {
@@ -973,11 +974,7 @@ TEST_F(TerminateTest, MpaMarkerThatPointsWrong) {
   ASSERT_EQ(stream[512 + 3] % 4, 0);
   stream[512 + 3] = static_cast<std::uint8_t>(stream[512 + 3] + 4);
   ASSERT_TRUE(raw_.send_raw(stream));
-  Expected e;
-  e.code = wire::term::kLlpBadFpdu;
-  e.ddp_header = RawPeer::header_bytes(h2);
-  e.segment_length = static_cast<std::uint16_t>(h2.size() + second.size());
-  ASSERT_NO_FATAL_FAILURE(expect_terminate(e));
+  ASSERT_NO_FATAL_FAILURE(expect_terminate_of_segment(wire::term::kLlpBadFpdu, h2, second.size()));
   EXPECT_TRUE(std::equal(first.begin(), first.end(), rw_buf_.begin()));
 }
 
