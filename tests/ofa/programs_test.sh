@@ -602,6 +602,11 @@ group_netns() {
   UWARP_MPA=markers pair_retry ns_write_bw_markers 21812 60 ib_write_bw -R -p 21812 -n 500 -- \
     ib_write_bw -R -p 21812 -n 500 $s4
   check_bw ns_write_bw_markers 65536
+  # On-demand paging: perftest registers its buffers with IBV_ACCESS_ON_DEMAND on both sides
+  # (docs/on-demand-paging.md).
+  pair_retry ns_read_bw_odp 21813 60 ib_read_bw -R --odp -p 21813 -n 500 -- \
+    ib_read_bw -R --odp -p 21813 -n 500 $s4
+  check_bw ns_read_bw_odp 65536
   pair_retry ns_read_lat 21804 60 ib_read_lat -R -p 21804 -n 500 -- \
     ib_read_lat -R -p 21804 -n 500 $s4
   check_lat ns_read_lat 2

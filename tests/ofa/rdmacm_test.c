@@ -31,6 +31,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 static int failures;
@@ -787,6 +788,54 @@ static void test_atomics(const char* host) {
   close_conn(&k);
 }
 
+/* On-demand paging through libibverbs over an rdma_cm connection: the server registers the
+ * implicit region (NULL, SIZE_MAX, IBV_ACCESS_ON_DEMAND) and memory it maps afterwards takes a
+ * 256 KiB RDMA Write and gives it back to a Read; a Write to an address with no page behind it
+ * fails the writer's QP (the server's Terminate, docs/on-demand-paging.md), and the server lives. */
+static void test_on_demand(const char* host) {
+  fprintf(stderr, "rdmacm_test: on-demand paging over %s\n", host);
+  struct conn k;
+  CHECK(open_conn(host, &k) == 0);
+  if (k.s == NULL || k.s->qp == NULL || k.c == NULL || k.c->qp == NULL) {
+    close_conn(&k);
+    return;
+  }
+  const size_t len = 256 * 1024;
+  struct ibv_mr* all = ibv_reg_mr(k.s->pd, NULL, SIZE_MAX,
+                                  IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
+                                      IBV_ACCESS_REMOTE_READ | IBV_ACCESS_ON_DEMAND);
+  uint8_t* later = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  uint8_t* src = malloc(len);
+  uint8_t* back = calloc(1, len);
+  struct ibv_mr* smr = src != NULL ? ibv_reg_mr(k.c->pd, src, len, IBV_ACCESS_LOCAL_WRITE) : NULL;
+  struct ibv_mr* bmr = back != NULL ? ibv_reg_mr(k.c->pd, back, len, IBV_ACCESS_LOCAL_WRITE) : NULL;
+  CHECK(all != NULL && later != MAP_FAILED && smr != NULL && bmr != NULL);
+  if (all != NULL && later != MAP_FAILED && smr != NULL && bmr != NULL) {
+    for (size_t i = 0; i < len; ++i) src[i] = (uint8_t)(i * 7 + 1);
+    CHECK(rdma_op(k.c, IBV_WR_RDMA_WRITE, src, smr->lkey, (uint32_t)len, (uintptr_t)later,
+                  all->rkey) == IBV_WC_SUCCESS);
+    CHECK(rdma_op(k.c, IBV_WR_RDMA_READ, back, bmr->lkey, (uint32_t)len, (uintptr_t)later,
+                  all->rkey) == IBV_WC_SUCCESS);
+    CHECK(memcmp(back, src, len) == 0 && memcmp(later, src, len) == 0);
+    /* Page 0 is never mapped: the Write may complete (TCP took it) before the Terminate ends
+     * the QP, which the next request then finds. */
+    rdma_op(k.c, IBV_WR_RDMA_WRITE, src, smr->lkey, 64, 64, all->rkey);
+    int status = IBV_WC_SUCCESS;
+    for (int i = 0; i < 50 && status == IBV_WC_SUCCESS; ++i) {
+      status = rdma_op(k.c, IBV_WR_RDMA_READ, back, bmr->lkey, 8, (uintptr_t)later, all->rkey);
+      if (status == IBV_WC_SUCCESS) usleep(10000);
+    }
+    CHECK(status != IBV_WC_SUCCESS);
+  }
+  if (bmr != NULL) ibv_dereg_mr(bmr);
+  if (smr != NULL) ibv_dereg_mr(smr);
+  if (all != NULL) ibv_dereg_mr(all);
+  if (later != MAP_FAILED) munmap(later, len);
+  free(back);
+  free(src);
+  close_conn(&k);
+}
+
 int main(void) {
   test_basics();
   test_connection("127.0.0.1");
@@ -795,6 +844,7 @@ int main(void) {
   test_sync("::1");
   test_memory_windows("127.0.0.1");
   test_atomics("127.0.0.1");
+  test_on_demand("127.0.0.1");
   printf("rdmacm_test: %d checks, %d failed\n", checks, failures);
   return failures == 0 ? 0 : 1;
 }
