@@ -118,7 +118,8 @@ struct Region {
 struct Options {
   std::uint32_t seed = 1;
   bool crc = false;
-  bool markers = false;  // MPA markers in both directions
+  bool markers = false;    // MPA markers in both directions
+  bool on_demand = false;  // every region registered for on-demand paging
   std::size_t max_ulpdu = 1442;
   std::uint16_t ird = 16;
   std::uint16_t ord = 16;
@@ -198,7 +199,7 @@ class Sim {
     r.mr->addr = r.bytes.data();
     r.mr->length = n;
     r.mr->iova = reinterpret_cast<std::uintptr_t>(r.bytes.data());
-    r.mr->access = access_bits;
+    r.mr->access = access_bits | (opt.on_demand ? access::kOnDemand : 0);
     r.mr->pd = pd != nullptr ? pd : e.pd;
     EXPECT_TRUE(device.stags().insert(r.mr));
     return r;
@@ -438,20 +439,25 @@ std::vector<Options> configs() {
   return out;
 }
 
-void for_each_config(const std::function<void(const Options&)>& body, bool markers = false) {
+void for_each_config(const std::function<void(const Options&)>& body, bool markers = false,
+                     bool on_demand = false) {
   for (Options o : configs()) {
     o.markers = markers;
+    o.on_demand = on_demand;
     SCOPED_TRACE(::testing::Message()
                  << "seed " << o.seed << " crc " << o.crc << " max_ulpdu " << o.max_ulpdu
-                 << " direct " << o.direct_percent << " markers " << o.markers);
+                 << " direct " << o.direct_percent << " markers " << o.markers << " on demand "
+                 << o.on_demand);
     body(o);
   }
 }
 
-// Every configuration, then every one again with MPA markers both ways.
-void for_each_config_and_markers(const std::function<void(const Options&)>& body) {
+// Every configuration, then every one again with MPA markers both ways, and again with every
+// region registered for on-demand paging (placed by copies that report a fault).
+void for_each_config_and_variant(const std::function<void(const Options&)>& body) {
   for_each_config(body);
   for_each_config(body, /*markers=*/true);
+  for_each_config(body, /*markers=*/false, /*on_demand=*/true);
 }
 
 TEST(runtime_stream_simulator, SendWithGatherAndScatter) {
@@ -1024,10 +1030,10 @@ TEST(runtime_stream_simulator, ReadsBeyondThePeersIrdAreTerminated) {
   EXPECT_EQ(t[0].rdmap_header.size(), wire::kReadRequestSize);
 }
 
-// Also with MPA markers both ways: every cut of the stream, the direct path and FPDUs of every
-// size around them.
+// Also with MPA markers both ways (every cut of the stream, the direct path and FPDUs of every
+// size around them), and with on-demand regions.
 TEST(runtime_stream_simulator, ManyMixedMessagesBothWays) {
-  for_each_config_and_markers([&](const Options& o) {
+  for_each_config_and_variant([&](const Options& o) {
     Options opt = o;
     opt.ord = 4;
     opt.ird = 4;
