@@ -59,7 +59,7 @@ ibv_mr* reg_mr(ibv_pd* pd, void* addr, std::size_t length, std::uint64_t iova,
   std::uint32_t core_access = access_flags & kCoreAccess;
   if ((access_flags & IBV_ACCESS_ON_DEMAND) != 0) core_access |= access::kOnDemand;
   OfaPd* p = OfaPd::from(pd);
-  auto core = p->core.reg_mr_iova(addr, length, implicit ? 0 : iova, core_access);
+  auto core = p->core.reg_mr_iova(addr, length, iova, core_access);  // implicit: the core's iova 0
   if (!core) {
     errno = to_errno(core.error());
     return nullptr;

@@ -4,9 +4,8 @@
 // same for the CPU: the kernel performs the access and reports a fault (false) instead of
 // raising SIGSEGV in the process.
 //
-//  - copy_to_faulting / copy_from_faulting: process_vm_writev / process_vm_readv on this very
-//    process, one system call per copy. Pages that are mapped but not yet present are faulted
-//    in as by any write or read.
+//  - copy_to_faulting: process_vm_writev on this very process, one system call per copy. Pages
+//    that are mapped but not yet present are faulted in as by any write.
 //  - prefault: madvise(MADV_POPULATE_WRITE or _READ) over the pages of `memory` (Linux 5.14),
 //    for accesses that cannot go through the kernel (atomics, sends handed to TCP later): they
 //    then find their pages present, unless the application unmaps them in between.
@@ -23,8 +22,6 @@ namespace uwarp {
 
 // Copies src into `dst`, which may fault; false if any byte of `dst` could not be written.
 bool copy_to_faulting(ByteSpan dst, ConstByteSpan src);
-// Copies `src`, which may fault, into dst; false if any byte of `src` could not be read.
-bool copy_from_faulting(ByteSpan dst, ConstByteSpan src);
 
 enum class Prefault : std::uint8_t { kRead, kWrite };
 // Brings the pages of `memory` in for reading or writing; false if one cannot be (not mapped,

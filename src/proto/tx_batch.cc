@@ -19,14 +19,7 @@ void TxBatch::add_fpdu(const wire::DdpHeader& header, std::span<const iovec> pay
   const std::size_t pad = wire::fpdu_pad_length(ulpdu);
   std::memset(t.data(), 0, pad);
   if (framing.markers) {
-    std::array<iovec, kMaxIov> pieces;
-    std::size_t n = 0;
-    pieces[n++] = iovec{h.data(), hdr_len};
-    for (const iovec& p : payload) {
-      if (p.iov_len > 0) pieces[n++] = p;
-    }
-    if (pad > 0) pieces[n++] = iovec{t.data(), pad};
-    add_fpdu_with_markers(std::span<const iovec>(pieces.data(), n), pad, framing.crc);
+    add_fpdu_with_markers(iovec{h.data(), hdr_len}, payload, pad, framing.crc);
     return;
   }
   std::uint32_t crc = 0;
@@ -50,7 +43,8 @@ void TxBatch::add_fpdu(const wire::DdpHeader& header, std::span<const iovec> pay
   fpdu_end_[fpdus_ - 1] = queued_bytes_;
 }
 
-void TxBatch::add_fpdu_with_markers(std::span<const iovec> pieces, std::size_t pad, bool with_crc) {
+void TxBatch::add_fpdu_with_markers(const iovec& header, std::span<const iovec> payload,
+                                    std::size_t pad, bool with_crc) {
   const std::size_t start = queued_bytes_;  // the FPDU's first byte, a marker's if one falls there
   const std::size_t first_iov = iov_count_;
   std::size_t at = start;
@@ -61,7 +55,8 @@ void TxBatch::add_fpdu_with_markers(std::span<const iovec> pieces, std::size_t p
     iov_[iov_count_++] = iovec{m.data(), m.size()};
     at += m.size();
   };
-  for (const iovec& piece : pieces) {
+  // One piece of the FPDU, split where markers fall.
+  const auto add = [&](const iovec& piece) {
     auto* p = static_cast<std::uint8_t*>(piece.iov_base);
     std::size_t left = piece.iov_len;
     while (left > 0) {
@@ -72,9 +67,12 @@ void TxBatch::add_fpdu_with_markers(std::span<const iovec> pieces, std::size_t p
       left -= n;
       at += n;
     }
-  }
-  marker_if_due();  // between the pad and the CRC: part of this FPDU
+  };
   auto& t = trailers_[fpdus_ - 1];
+  add(header);
+  for (const iovec& piece : payload) add(piece);
+  add(iovec{t.data(), pad});
+  marker_if_due();  // between the pad and the CRC: part of this FPDU
   std::uint32_t crc = 0;
   if (with_crc) {
     wire::Crc32c c;

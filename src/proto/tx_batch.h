@@ -86,9 +86,10 @@ class TxBatch {
   static constexpr std::size_t kMarkedFpduIovOverhead = 2 + 1 + 2 * kMaxMarkersPerFpdu;
 
   void reset_if_drained();
-  // add_fpdu with markers: the FPDU's pieces in order, a marker before every byte that falls on
-  // a marker's place, one before the CRC if the pad ends there.
-  void add_fpdu_with_markers(std::span<const iovec> pieces, std::size_t pad, bool with_crc);
+  // add_fpdu with markers: header, payload and pad in order, a marker before every byte that
+  // falls on a marker's place, one before the CRC if the pad ends there.
+  void add_fpdu_with_markers(const iovec& header, std::span<const iovec> payload, std::size_t pad,
+                             bool with_crc);
   // The stream's place between markers at `offset` bytes into the batch.
   std::size_t phase_at(std::size_t offset) const {
     return wire::marker_phase(phase_start_ + offset);

@@ -196,11 +196,10 @@ bool SendQueue::atomic_complete(std::uint64_t seq, std::uint64_t original_value)
   if (!e->mrs.front()->on_demand()) {
     std::memcpy(e->spans.front().data(), value.data(), value.size());
   } else if (!copy_to_faulting(e->spans.front(), value)) {
-    // On-demand memory unmapped since the request started: the result cannot be kept.
+    // On-demand memory unmapped since the request started: the result cannot be kept. As a
+    // request that fails to start, it is reported by the flush of the QP's failure.
     e->phase = Phase::kDone;
     e->status = WcStatus::kLocalProtectionError;
-    e->mrs.clear();
-    complete_in_order();
     return false;
   }
   succeed(*e);

@@ -66,7 +66,7 @@ class SendQueue {
   wire::AtomicRequest atomic_request(std::uint64_t seq);
   // Atomic `seq` was answered: `original_value` goes to its local memory, and it completes.
   // False if the result could not be stored (on-demand memory that faults): the request has
-  // completed with a local protection error, and the QP is to fail.
+  // failed with a local protection error, reported once the QP fails (enter_error's flush).
   bool atomic_complete(std::uint64_t seq, std::uint64_t original_value);
   // Every access through the binding local operation `seq` took away has been cut off.
   void swept(std::uint64_t seq);

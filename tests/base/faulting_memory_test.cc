@@ -1,6 +1,6 @@
-// base/faulting_memory.h: copies into and out of memory that is mapped, not yet touched,
-// read-only or not mapped at all report a fault as false instead of raising SIGSEGV; prefault
-// brings in what is mapped with the right asked for and refuses the rest.
+// base/faulting_memory.h: copies into memory that is mapped, not yet touched, read-only or not
+// mapped at all report a fault as false instead of raising SIGSEGV; prefault brings in what is
+// mapped with the right asked for and refuses the rest.
 #include "base/faulting_memory.h"
 
 #include <gtest/gtest.h>
@@ -44,17 +44,6 @@ TEST_F(FaultingMemoryTest, CopiesIntoMappedMemoryAndReportsTheRest) {
   // Across the end of what may be written: the part before it is written, the call says no.
   EXPECT_FALSE(copy_to_faulting(ByteSpan(base_ + page_ - 50, 100), src));
   EXPECT_TRUE(copy_to_faulting(hole().first(0), {}));
-}
-
-TEST_F(FaultingMemoryTest, CopiesOutOfMappedMemoryAndReportsTheRest) {
-  std::memset(base_, 0x5A, page_);
-  std::vector<std::uint8_t> dst(64, 0);
-  EXPECT_TRUE(copy_from_faulting(dst, writable().first(64)));
-  EXPECT_EQ(dst, std::vector<std::uint8_t>(64, 0x5A));
-  EXPECT_TRUE(copy_from_faulting(dst, read_only().first(64)));  // untouched: zeros
-  EXPECT_EQ(dst, std::vector<std::uint8_t>(64, 0));
-  EXPECT_FALSE(copy_from_faulting(dst, hole().first(64)));
-  EXPECT_FALSE(copy_from_faulting(dst, ByteSpan(base_ + 2 * page_ - 32, 64)));
 }
 
 TEST_F(FaultingMemoryTest, PrefaultTakesWhatIsMappedWithTheRightAskedFor) {
