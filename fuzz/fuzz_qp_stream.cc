@@ -206,8 +206,8 @@ void run_one(const std::uint8_t* data, std::size_t size) {
         const int k = in.ConsumeIntegralInRange<int>(0, kRegions - 1);
         if (!h.mem[k]) continue;
         lock.unlock();
-        verbs::deregister_region(h.device, h.mr[k]);
-        h.mem[k].reset();
+        // Only memory the region no longer covers may be freed (no window holds it here).
+        if (verbs::deregister_region(h.device, h.mr[k])) h.mem[k].reset();
         lock.lock();
         continue;
       }

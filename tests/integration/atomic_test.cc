@@ -1,6 +1,7 @@
-// RFC 7306 atomic operations between two uwarp QPs over loopback, through the native API: each
-// operation's result and completion, the checks made when one is posted, and atomicity against
-// other QPs and threads of the device and against the responder's own CPU atomics on the word.
+// RFC 7306 atomic operations between two uwarp QPs over loopback (or two network namespaces:
+// in_netns_pair.sh), through the native API: each operation's result and completion, the checks
+// made when one is posted, and atomicity against other QPs and threads of the device and against
+// the responder's own CPU atomics on the word.
 #include <gtest/gtest.h>
 
 #include <atomic>

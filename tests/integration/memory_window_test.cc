@@ -1,7 +1,8 @@
-// Memory windows and fast-registered regions end to end over loopback, through the native API:
-// binds and registrations take effect in posting order, a peer reaches memory through them only
-// while they are bound, type 2 windows and fast regions are unbound by a local invalidation, and
-// the rules of binding are enforced with a completion status.
+// Memory windows and fast-registered regions end to end over loopback (and between network
+// namespaces: in_netns_pair.sh), through the native API: binds and registrations take effect in
+// posting order, a peer reaches memory through them only while they are bound, type 2 windows and
+// fast regions are unbound by a local invalidation, and the rules of binding are enforced with a
+// completion status.
 #include <gtest/gtest.h>
 
 #include <cstring>

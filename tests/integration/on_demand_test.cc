@@ -1,8 +1,9 @@
-// On-demand paging through the native API over loopback (docs/on-demand-paging.md): regions
-// registered with access::kOnDemand take Sends, Writes, Reads and atomics as any region does,
-// their payloads placed through copies that report a fault; the implicit region (nullptr,
-// SIZE_MAX) reaches any mapped address; memory registered before it is mapped is reached once
-// mapped; a request whose local on-demand memory is not mapped fails locally.
+// On-demand paging through the native API over loopback, and between network namespaces under
+// in_netns_pair.sh (docs/on-demand-paging.md): regions registered with access::kOnDemand take
+// Sends, Writes, Reads and atomics as any region does, their payloads placed through copies that
+// report a fault; the implicit region (nullptr, SIZE_MAX) reaches any mapped address; memory
+// registered before it is mapped is reached once mapped; a request whose local on-demand memory is
+// not mapped fails locally.
 #include <gtest/gtest.h>
 #include <sys/mman.h>
 #include <unistd.h>

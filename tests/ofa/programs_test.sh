@@ -508,17 +508,27 @@ unsupported_pair() {
 # deadline (3 s).
 group_qperf() {
   need qperf
-  local port=21301 t name attempt rc delay=()
-  local shim
-  shim="$(dirname "$run")/libinterop_connect_delay.so"
+  local port=21301
   server qperf 240 qperf -lp "$port"
   wait_listen "$port" || fail "qperf: the server does not listen on port $port"
-  for t in rc_lat rc_bw rc_bi_bw rc_rdma_read_lat rc_rdma_read_bw rc_rdma_write_lat \
-           rc_rdma_write_bw rc_rdma_write_poll_lat rc_compare_swap_mr rc_fetch_add_mr; do
-    name="qperf_$t"
+  qperf_clients qperf_ 127.0.0.1 "$port" rc_lat rc_bw rc_bi_bw rc_rdma_read_lat rc_rdma_read_bw \
+    rc_rdma_write_lat rc_rdma_write_bw rc_rdma_write_poll_lat rc_compare_swap_mr rc_fetch_add_mr
+  kill "$server_pid" 2>/dev/null
+  wait "$server_pid" 2>/dev/null
+}
+
+# qperf_clients PREFIX HOST PORT TEST...: one qperf client per TEST against the qperf server at
+# HOST:PORT (in the namespace NS, if set), each checked for its figure; the output of TEST is
+# $tmp/PREFIX$TEST.client.
+qperf_clients() {
+  local prefix=$1 host=$2 port=$3 t name attempt rc delay=() shim
+  shift 3
+  shim="$(dirname "$run")/libinterop_connect_delay.so"
+  for t in "$@"; do
+    name="$prefix$t"
     delay=()
     for attempt in 1 2 3; do
-      client "$name" 30 "${delay[@]}" qperf -cm1 -lp "$port" -t 1 127.0.0.1 "$t"
+      client "$name" 30 "${delay[@]}" qperf -cm1 -lp "$port" -t 1 "$host" "$t"
       rc=$?
       if [ $rc -ne 0 ] && [ $attempt -lt 3 ] && grep -q "unexpected event from RDMA CM: Event rejected" "$tmp/$name.client"; then
         echo "note: $name: qperf's client connected before its server listened; retrying"
@@ -536,8 +546,6 @@ group_qperf() {
     esac
     echo "done: $name ($(grep -E '^ +(latency|bw|msg_rate) += ' "$tmp/$name.client" | tr -s ' '))"
   done
-  kill "$server_pid" 2>/dev/null
-  wait "$server_pid" 2>/dev/null
 }
 
 group_unsupported() {
@@ -624,6 +632,24 @@ group_netns() {
   pair ns_riostream 21809 60 riostream -b $s6 -p 21809 -T v -S 65536 -C 20 -I 5 -- \
     riostream -s $s6 -p 21809 -T v -S 65536 -C 20 -I 5
   expect "$tmp/ns_riostream.client" '^custom +64k +20 +5 +'
+  # RFC 7306 atomics and RDMA Write with Immediate (qperf's rc_rdma_write_lat posts it).
+  if command -v qperf >/dev/null; then
+    NS=$a server ns_qperf 120 qperf -lp 21814
+    NS=$a wait_listen 21814 || fail "ns_qperf: the server does not listen"
+    NS=$b qperf_clients ns_qperf_ $s4 21814 rc_compare_swap_mr rc_fetch_add_mr rc_rdma_write_lat
+    kill "$server_pid" 2>/dev/null
+    wait "$server_pid" 2>/dev/null
+  fi
+  # Memory windows through libibverbs: verbs_peer's server binds a type 2 window over the region
+  # its client invalidates with a Send with Invalidate, then checks every size it is sent.
+  local peer
+  peer="$(dirname "$run")/verbs_peer"
+  if [ -x "$peer" ]; then
+    pair ns_verbs_peer 21815 60 "$peer" server -a $s4 -p 21815 -c 1 -- \
+      "$peer" client -a $s4 -p 21815 -s 1,4096,1048576 -r 5
+    expect "$tmp/ns_verbs_peer.server" "window 0x[0-9a-f]+ bound over the region" \
+      "IBV_WC_WITH_INV set, invalidated_rkey (0x[0-9a-f]+), advertised \\1: match"
+  fi
   NS=$a server ns_cmtime 60 cmtime -b $s4 -p 21810
   local sp=$server_pid
   NS=$a wait_listen 21810 || fail "ns_cmtime: the server does not listen"

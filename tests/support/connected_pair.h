@@ -1,5 +1,6 @@
 // Test support: two connected QPs over loopback TCP through the native API, with registered
-// buffers on both sides and helpers that wait for completions with a time bound.
+// buffers on both sides and helpers that wait for completions with a time bound. Under
+// tests/support/in_netns_pair.sh the two QPs are in two network namespaces instead (netns.h).
 #pragma once
 
 #include <gtest/gtest.h>
@@ -11,6 +12,7 @@
 #include <thread>
 #include <vector>
 
+#include "support/netns.h"
 #include "uwarp/uwarp.h"
 
 namespace uwarp::testing {
@@ -87,13 +89,23 @@ class ConnectedPair {
         server_ch_(EventChannel::create(ctx_).value()) {
     client = make_side(o);
     server = make_side(o);
-    auto listener = server_ch_.listen(o.host, 0);
+    const std::optional<NetnsPair> ns = netns_pair_from_environment();
+    const std::string host = ns ? ns->server_host : o.host;
+    auto listener = [&] {
+      ScopedNetns in(ns ? ns->server_ns : "");
+      EXPECT_TRUE(in.ok()) << "cannot enter the server's namespace " << ns->server_ns;
+      return server_ch_.listen(host, 0);
+    }();
     if (!listener) {
       ADD_FAILURE() << listener.error().to_string();
       return;
     }
     listener_.emplace(*listener);
-    auto c = client_ch_.connect(o.host, listener_->port(), client->qp, o.client_params);
+    auto c = [&] {
+      ScopedNetns in(ns ? ns->client_ns : "");
+      EXPECT_TRUE(in.ok()) << "cannot enter the client's namespace " << ns->client_ns;
+      return client_ch_.connect(host, listener_->port(), client->qp, o.client_params);
+    }();
     if (!c) {
       ADD_FAILURE() << c.error().to_string();
       return;
