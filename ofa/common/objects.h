@@ -25,6 +25,7 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <type_traits>
 #include <unordered_map>
@@ -114,7 +115,16 @@ struct OfaChannel {
 };
 
 struct OfaCq {
-  ibv_cq ibv{};
+  // ibv_create_cq hands out &ibv, ibv_create_cq_ex &ex: ibv_cq_ex begins with ibv_cq's fields
+  // (ibv_cq_ex_to_cq is a cast), then its polling functions.
+  union {
+    ibv_cq ibv;
+    ibv_cq_ex ex;
+  };
+  // Extended polling (ibv_start_poll .. ibv_end_poll): the completion the read_* functions
+  // report. Used only by the thread polling (the verbs API makes it serialise its polls).
+  ibv_wc current{};
+  OfaCq() : ex{} {}
   // Set right after construction: the core CQ's user context is this wrapper, which therefore
   // exists first.
   std::optional<CompletionQueue> core;
@@ -124,6 +134,7 @@ struct OfaCq {
   std::uint32_t comp_events_delivered = 0;
   std::uint32_t async_events_delivered = 0;
   static OfaCq* from(ibv_cq* c) { return wrapper_of<OfaCq>(c); }
+  static OfaCq* from(ibv_cq_ex* c) { return from(ibv_cq_ex_to_cq(c)); }
 };
 
 struct OfaSrq {
@@ -151,8 +162,16 @@ struct QpAttributes {
   int path_mtu = IBV_MTU_1024;  // enum ibv_mtu, as the application passed it
 };
 
+struct SendBatch;  // ibverbs/queue_pair_ex.cc
+
 struct OfaQp {
-  ibv_qp ibv{};
+  // ibv_create_qp hands out &ibv; ibv_qp_to_qp_ex gives &ex (whose first member is the same
+  // ibv_qp) for a QP created with IBV_QP_INIT_ATTR_SEND_OPS_FLAGS, whose ibv_wr_* functions build
+  // `batch`.
+  union {
+    ibv_qp ibv;
+    ibv_qp_ex ex;
+  };
   QueuePair core;
   std::uint64_t id = 0;  // key in OfaContext::qps and the core QP's user context
   ibv_qp_cap cap{};      // what the QP was created with (as reported back to the application)
@@ -160,8 +179,13 @@ struct OfaQp {
   Mutex attr_mu;
   QpAttributes attr GUARDED_BY(attr_mu);
   std::uint32_t events_delivered = 0;  // guarded by ibv.mutex
-  explicit OfaQp(QueuePair q) : core(std::move(q)) {}
+  // The requests between ibv_wr_start and ibv_wr_complete (null unless the QP is extended); the
+  // verbs API makes the application serialise them, as posts.
+  std::unique_ptr<SendBatch> batch;
+  explicit OfaQp(QueuePair q);
+  ~OfaQp();
   static OfaQp* from(ibv_qp* q) { return wrapper_of<OfaQp>(q); }
+  static OfaQp* from(ibv_qp_ex* q) { return from(&q->qp_base); }
 };
 
 }  // namespace uwarp::ofa

@@ -130,6 +130,44 @@ int poll_cq(ibv_cq* cq, int num_entries, ibv_wc* wc) {
   return done;
 }
 
+OfaCq* new_cq(ibv_context* context, int cqe, void* cq_context, ibv_comp_channel* channel,
+              int comp_vector) {
+  OfaContext* c = OfaContext::from(context);
+  // As the kernel's ib_uverbs for Linux siw: a vector the device does not have is EINVAL.
+  if (c == nullptr || cqe <= 0 || comp_vector < 0 || comp_vector >= context->num_comp_vectors ||
+      static_cast<std::uint32_t>(cqe) > c->core.limits().max_cqe) {
+    errno = EINVAL;
+    return nullptr;
+  }
+  if (channel != nullptr && channel->context != context) {
+    errno = EINVAL;
+    return nullptr;
+  }
+  auto* q = new OfaCq;
+  OfaChannel* ch = channel != nullptr ? OfaChannel::from(channel) : nullptr;
+  auto core =
+      c->core.create_cq(static_cast<std::uint32_t>(cqe), ch != nullptr ? &ch->core : nullptr, q);
+  if (!core) {
+    delete q;
+    errno = to_errno(core.error());
+    return nullptr;
+  }
+  q->core.emplace(std::move(*core));
+  q->ibv.context = context;
+  q->ibv.channel = channel;
+  q->ibv.cq_context = cq_context;
+  q->ibv.handle = static_cast<std::uint32_t>(c->next_id.fetch_add(1));
+  q->ibv.cqe = static_cast<int>(q->core->capacity());
+  pthread_mutex_init(&q->ibv.mutex, nullptr);
+  pthread_cond_init(&q->ibv.cond, nullptr);
+  if (channel != nullptr) {
+    pthread_mutex_lock(&context->mutex);
+    ++channel->refcnt;
+    pthread_mutex_unlock(&context->mutex);
+  }
+  return q;
+}
+
 int req_notify_cq(ibv_cq* cq, int solicited_only) {
   // Arming a CQ without a channel is allowed and has no effect (no event can be delivered).
   detail::Access::impl(*OfaCq::from(cq)->core)->cq.arm(solicited_only != 0);
@@ -176,40 +214,8 @@ int ibv_destroy_comp_channel(ibv_comp_channel* channel) {
 ibv_cq* ibv_create_cq(ibv_context* context, int cqe, void* cq_context, ibv_comp_channel* channel,
                       int comp_vector) {
   return c_boundary<ibv_cq*>(nullptr, [&]() -> ibv_cq* {
-    OfaContext* c = OfaContext::from(context);
-    // As the kernel's ib_uverbs for Linux siw: a vector the device does not have is EINVAL.
-    if (c == nullptr || cqe <= 0 || comp_vector < 0 || comp_vector >= context->num_comp_vectors ||
-        static_cast<std::uint32_t>(cqe) > c->core.limits().max_cqe) {
-      errno = EINVAL;
-      return nullptr;
-    }
-    if (channel != nullptr && channel->context != context) {
-      errno = EINVAL;
-      return nullptr;
-    }
-    auto* q = new OfaCq;
-    OfaChannel* ch = channel != nullptr ? OfaChannel::from(channel) : nullptr;
-    auto core =
-        c->core.create_cq(static_cast<std::uint32_t>(cqe), ch != nullptr ? &ch->core : nullptr, q);
-    if (!core) {
-      delete q;
-      errno = to_errno(core.error());
-      return nullptr;
-    }
-    q->core.emplace(std::move(*core));
-    q->ibv.context = context;
-    q->ibv.channel = channel;
-    q->ibv.cq_context = cq_context;
-    q->ibv.handle = static_cast<std::uint32_t>(c->next_id.fetch_add(1));
-    q->ibv.cqe = static_cast<int>(q->core->capacity());
-    pthread_mutex_init(&q->ibv.mutex, nullptr);
-    pthread_cond_init(&q->ibv.cond, nullptr);
-    if (channel != nullptr) {
-      pthread_mutex_lock(&context->mutex);
-      ++channel->refcnt;
-      pthread_mutex_unlock(&context->mutex);
-    }
-    return &q->ibv;
+    OfaCq* q = new_cq(context, cqe, cq_context, channel, comp_vector);
+    return q != nullptr ? &q->ibv : nullptr;
   });
 }
 

@@ -363,6 +363,7 @@ ibv_context* ibv_open_device(ibv_device* device) {
     v.query_device_ex = query_device_ex;
     v.advise_mr = advise_mr;
     v.create_qp_ex = create_qp_ex;
+    v.create_cq_ex = create_cq_ex;
     v.sz = sizeof(verbs_context);
     return &ctx;
   });

@@ -435,9 +435,12 @@ ibv_qp* create_qp_ex(ibv_context* context, ibv_qp_init_attr_ex* attr) {
       errno = EINVAL;
       return nullptr;
     }
-    const std::uint32_t supported = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_CREATE_FLAGS;
+    const std::uint32_t supported =
+        IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_CREATE_FLAGS | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS;
+    const bool extended = (attr->comp_mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS) != 0;
     if ((attr->comp_mask & ~supported) != 0 ||
-        ((attr->comp_mask & IBV_QP_INIT_ATTR_CREATE_FLAGS) != 0 && attr->create_flags != 0)) {
+        ((attr->comp_mask & IBV_QP_INIT_ATTR_CREATE_FLAGS) != 0 && attr->create_flags != 0) ||
+        (extended && (attr->send_ops_flags & ~kSendOpsFlags) != 0)) {
       errno = EOPNOTSUPP;
       return nullptr;
     }
@@ -452,7 +455,9 @@ ibv_qp* create_qp_ex(ibv_context* context, ibv_qp_init_attr_ex* attr) {
         enum_value(attr->qp_type) == IBV_QPT_RC ? IBV_QPT_RC : IBV_QPT_UD;  // UD: refused
     plain.sq_sig_all = attr->sq_sig_all;
     ibv_qp* qp = create_qp(*c, attr->pd, plain);
-    if (qp != nullptr) attr->cap = plain.cap;
+    if (qp == nullptr) return nullptr;
+    attr->cap = plain.cap;
+    if (extended) make_extended(*OfaQp::from(qp));
     return qp;
   });
 }

@@ -60,9 +60,6 @@ int ibv_rereg_mr(ibv_mr* /*mr*/, int /*flags*/, ibv_pd* /*pd*/, void* /*addr*/, 
   errno = EOPNOTSUPP;
   return IBV_REREG_MR_ERR_INPUT;  // the old MR stays valid
 }
-ibv_qp_ex* ibv_qp_to_qp_ex(ibv_qp* /*qp*/) {
-  return fail_null<ibv_qp_ex>();
-}  // no extended QPs
 ibv_context* ibv_import_device(int /*cmd_fd*/) {
   return fail_null<ibv_context>();
 }

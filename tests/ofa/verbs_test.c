@@ -452,8 +452,19 @@ static void test_cq_and_channel(struct ibv_context* ctx) {
   CHECK_NULL_ERRNO(ibv_create_cq(ctx, da.max_cqe + 1, NULL, NULL, 0), EINVAL);
   /* A completion vector the device does not have (it has num_comp_vectors, here 1). */
   CHECK_NULL_ERRNO(ibv_create_cq(ctx, 4, NULL, NULL, ctx->num_comp_vectors), EINVAL);
-  struct ibv_cq_init_attr_ex cq_ex = {.cqe = 16, .wc_flags = IBV_WC_STANDARD_FLAGS};
+  /* Extended CQs have ibv_wc's fields (tests/ofa/extended_verbs_test.c polls one), no more. */
+  struct ibv_cq_init_attr_ex cq_ex = {.cqe = 16, .wc_flags = IBV_WC_EX_WITH_CVLAN};
   CHECK_NULL_ERRNO(ibv_create_cq_ex(ctx, &cq_ex), EOPNOTSUPP);
+  cq_ex.wc_flags = IBV_WC_STANDARD_FLAGS;
+  cq_ex.comp_mask = IBV_CQ_INIT_ATTR_MASK_PD;
+  CHECK_NULL_ERRNO(ibv_create_cq_ex(ctx, &cq_ex), EOPNOTSUPP);
+  cq_ex.comp_mask = 0;
+  struct ibv_cq_ex* cqx = ibv_create_cq_ex(ctx, &cq_ex);
+  CHECK(cqx != NULL);
+  if (cqx != NULL) {
+    CHECK(ibv_start_poll(cqx, NULL) == ENOENT);
+    CHECK_ERR(ibv_destroy_cq(ibv_cq_ex_to_cq(cqx)), 0);
+  }
 
   struct ibv_cq* cq = ibv_create_cq(ctx, 16, (void*)0x1234, NULL, 0);
   CHECK(cq != NULL);
@@ -571,9 +582,15 @@ static void test_qp(struct ibv_context* ctx) {
     CHECK(ibv_qp_to_qp_ex(qx) == NULL);
     CHECK_ERR(ibv_destroy_qp(qx), 0);
   }
+  /* With send operations it is extended (tests/ofa/extended_verbs_test.c posts through one),
+   * unless it asks for one that iWARP does not carry. */
   ax.comp_mask = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS;
-  ax.send_ops_flags = IBV_QP_EX_WITH_SEND;
+  ax.send_ops_flags = IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_TSO;
   CHECK_NULL_ERRNO(ibv_create_qp_ex(ctx, &ax), EOPNOTSUPP);
+  ax.send_ops_flags = IBV_QP_EX_WITH_SEND;
+  qx = ibv_create_qp_ex(ctx, &ax);
+  CHECK(qx != NULL && ibv_qp_to_qp_ex(qx) != NULL);
+  if (qx != NULL) CHECK_ERR(ibv_destroy_qp(qx), 0);
 
   /* A QP asking for no inline data still reports (and accepts) the device maximum. */
   struct ibv_qp_init_attr ia = {
