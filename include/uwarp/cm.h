@@ -45,6 +45,10 @@ struct ConnectionParams {
   // Active side: for the MPA reply. Passive side, peer-to-peer: for the peer's RTR after
   // accept; then kConnectError (kTimedOut), the QP goes to ERROR and the connection closes.
   int timeout_ms = 10000;
+  // Active side: the connection's TCP source address and port (empty and 0: the kernel's choice
+  // for the destination, and an ephemeral port), as rdma_bind_addr fixes them for rdma_cm.
+  std::string local_host;
+  std::uint16_t local_port = 0;
 };
 
 class Connection {

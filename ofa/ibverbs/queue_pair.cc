@@ -541,13 +541,21 @@ int ibv_destroy_qp(ibv_qp* qp) {
   pthread_mutex_lock(&qp->mutex);
   while (qp->events_completed != q->events_delivered) pthread_cond_wait(&qp->cond, &qp->mutex);
   pthread_mutex_unlock(&qp->mutex);
-  OfaPd::from(qp->pd)->users.fetch_sub(1);
-  OfaCq::from(qp->send_cq)->qp_users.fetch_sub(1);
-  OfaCq::from(qp->recv_cq)->qp_users.fetch_sub(1);
-  if (qp->srq != nullptr) OfaSrq::from(qp->srq)->qp_users.fetch_sub(1);
+  const std::uint32_t qp_num = qp->qp_num;
+  OfaPd* pd = OfaPd::from(qp->pd);
+  OfaCq* send_cq = OfaCq::from(qp->send_cq);
+  OfaCq* recv_cq = OfaCq::from(qp->recv_cq);
+  OfaSrq* srq = qp->srq != nullptr ? OfaSrq::from(qp->srq) : nullptr;
   pthread_cond_destroy(&qp->cond);
   pthread_mutex_destroy(&qp->mutex);
   delete q;  // the core QP aborts its connection, if any
+  // Its completions not yet polled go with it: their wr_ids name buffers the application frees
+  // with the QP (mlx5 and other providers clean a destroyed QP's completions from its CQs too).
+  for (OfaCq* cq : {send_cq, recv_cq}) uwarp::detail::Access::impl(*cq->core)->cq.purge(qp_num);
+  pd->users.fetch_sub(1);
+  send_cq->qp_users.fetch_sub(1);
+  recv_cq->qp_users.fetch_sub(1);
+  if (srq != nullptr) srq->qp_users.fetch_sub(1);
   return 0;
 }
 

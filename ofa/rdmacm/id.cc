@@ -11,7 +11,8 @@
 //     EPROTONOSUPPORT and a message (UD QPs and multicast do not exist on iWARP).
 //   - RDMA_PS_TCP ports are TCP ports, 1:1. rdma_bind_addr checks the address with a real bind
 //     (EADDRNOTAVAIL, EADDRINUSE; port 0 takes an ephemeral port); rdma_listen listens with
-//     SO_REUSEADDR, so a port may be listened on again while connections accepted on it live.
+//     SO_REUSEADDR, so a port may be listened on again while connections accepted on it live;
+//     rdma_connect from a bound id connects from the bound address and port.
 //   - Address and route resolution are immediate: ADDR_RESOLVED and ROUTE_RESOLVED are queued
 //     at once, with id->verbs, id->pd, port_num = 1 and both addresses already set (the source
 //     address is the one the kernel's routing picks for the destination). An unroutable
@@ -425,6 +426,13 @@ int rdma_connect(rdma_cm_id* id, rdma_conn_param* conn_param) {
       uwarp::MutexLock lock(cma_mu);
       if (s->phase != IdPhase::kRouteResolved) return fail(EINVAL);
       const sockaddr* dst = &id->route.addr.dst_addr;
+      // A port the application fixed (rdma_bind_addr, or a source given to rdma_resolve_addr) is
+      // the connection's TCP source port, with the bound address, as in the kernel's rdma_cm.
+      const sockaddr* src = &id->route.addr.src_addr;
+      if (sockaddr_port(src) != 0) {
+        params.local_host = sockaddr_host(src);
+        params.local_port = sockaddr_port(src);
+      }
       auto c = ofa::connect_qp(*g.core, id->qp, sockaddr_host(dst), sockaddr_port(dst), params);
       if (!c) return fail(ofa::to_errno(c.error()));
       s->conn = *c;

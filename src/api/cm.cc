@@ -77,6 +77,13 @@ Result<Connection> EventChannel::connect(const std::string& host, std::uint16_t 
   auto addr = io::SocketAddress::resolve(host, port);
   if (!addr) return Unexpected{addr.error()};
   cm::ConnectOptions opts;
+  if (!params.local_host.empty() || params.local_port != 0) {
+    const std::string any = addr->family() == AF_INET6 ? "::" : "0.0.0.0";
+    auto local = io::SocketAddress::resolve(params.local_host.empty() ? any : params.local_host,
+                                            params.local_port);
+    if (!local) return Unexpected{local.error()};
+    opts.local = *local;
+  }
   opts.mpa = to_mpa(params);
   opts.mpa_timeout = std::chrono::milliseconds(params.timeout_ms);
   auto c = cm::Connection::connect(impl_->ctx->engine, impl_->events, *addr, *qp.impl_->qp, opts);

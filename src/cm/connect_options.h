@@ -3,7 +3,9 @@
 #pragma once
 
 #include <chrono>
+#include <optional>
 
+#include "io/socket.h"
 #include "proto/mpa_negotiator.h"
 
 namespace uwarp::cm {
@@ -11,6 +13,7 @@ namespace uwarp::cm {
 // Active side.
 struct ConnectOptions {
   proto::MpaParams mpa;
+  std::optional<io::SocketAddress> local;        // the TCP source address, if the caller chose one
   std::chrono::milliseconds mpa_timeout{10000};  // as Linux siw: 10 s for the reply
 };
 

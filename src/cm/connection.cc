@@ -18,7 +18,7 @@ Result<std::shared_ptr<Connection>> Connection::connect(runtime::Engine& engine,
                                                         const io::SocketAddress& peer, verbs::QueuePair& qp,
                                                         const ConnectOptions& options) {
   if (Status s = check_private_data(options.mpa.private_data); !s) return Unexpected{std::move(s)};
-  auto fd = io::tcp_connect_start(peer);
+  auto fd = io::tcp_connect_start(peer, options.local ? &*options.local : nullptr);
   if (!fd) return Unexpected{fd.error()};
   std::shared_ptr<Connection> c(new Connection(engine, events));
   c->peer_ = peer;

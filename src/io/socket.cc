@@ -91,10 +91,15 @@ Result<Fd> tcp_listen(const SocketAddress& addr, int backlog) {
   return fd;
 }
 
-Result<Fd> tcp_connect_start(const SocketAddress& addr) {
+Result<Fd> tcp_connect_start(const SocketAddress& addr, const SocketAddress* local) {
   Fd fd(::socket(addr.family(), SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
   if (!fd.valid()) return Unexpected{errno_status("socket")};
   if (Status s = configure_stream(fd.get()); !s) return Unexpected{s};
+  if (local != nullptr) {
+    const int one = 1;
+    ::setsockopt(fd.get(), SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+    if (::bind(fd.get(), local->get(), local->length) != 0) return Unexpected{errno_status("bind")};
+  }
   if (::connect(fd.get(), addr.get(), addr.length) != 0 && errno != EINPROGRESS) {
     return Unexpected{errno_status("connect")};
   }

@@ -54,8 +54,9 @@ struct SocketAddress {
 };
 
 Result<Fd> tcp_listen(const SocketAddress& addr, int backlog);
-// Starts a non-blocking connect; completion is signalled by writability (see socket_error()).
-Result<Fd> tcp_connect_start(const SocketAddress& addr);
+// Starts a non-blocking connect, from `local` if given (bound first, SO_REUSEADDR); completion
+// is signalled by writability (see socket_error()).
+Result<Fd> tcp_connect_start(const SocketAddress& addr, const SocketAddress* local = nullptr);
 // Accepts one pending connection (non-blocking); kBusy when none is pending, kNoResources when
 // the process or the kernel is out of descriptors or memory (io::accept_out_of_resources).
 Result<Fd> tcp_accept(int listen_fd, SocketAddress* peer);

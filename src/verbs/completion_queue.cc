@@ -75,6 +75,18 @@ bool CompletionQueue::drive_sources() {
   return progress;
 }
 
+std::size_t CompletionQueue::purge(std::uint32_t qp_num) {
+  MutexLock lock(mu_);
+  const std::size_t before = queue_.size();
+  for (std::size_t i = 0; i < before; ++i) {
+    const WorkCompletion wc = queue_.front();
+    queue_.pop_front();
+    if (wc.qp_num != qp_num) queue_.push_back() = wc;
+  }
+  count_.store(queue_.size(), std::memory_order_release);
+  return before - queue_.size();
+}
+
 bool CompletionQueue::push(const WorkCompletion& wc, bool solicited) {
   bool fire = false;
   {

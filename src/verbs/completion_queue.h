@@ -63,6 +63,10 @@ class CompletionQueue {
   // Appends a completion; `solicited` marks a receive of a Send with Solicited Event. Returns
   // false if the queue is full (the completion is lost and the CQ is in overflow).
   bool push(const WorkCompletion& wc, bool solicited);
+  // Drops the completions of QP `qp_num` not yet polled (a destroyed QP's: their wr_ids name
+  // buffers the application may have freed with it, as providers that clean a destroyed QP's
+  // completions from its CQs promise). Returns how many went.
+  std::size_t purge(std::uint32_t qp_num);
 
   // Poll sources (see above). add/remove: any thread; a source is added at most once per CQ
   // (adding it again is ignored) and removed before it stops being usable.

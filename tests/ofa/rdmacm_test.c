@@ -672,6 +672,55 @@ static void test_on_demand(const char* host) {
   close_conn(&k);
 }
 
+/* An active id bound with rdma_bind_addr connects from the bound address and port: the server
+ * sees that port as the peer's, and the client keeps it as its source port (as with the
+ * kernel's rdma_cm; libfabric's verbs provider relies on it). */
+static void test_bound_source(const char* host) {
+  fprintf(stderr, "rdmacm_test: a bound source port over %s\n", host);
+  struct rdma_event_channel* sch = rdma_create_event_channel();
+  struct rdma_event_channel* cch = rdma_create_event_channel();
+  struct rdma_cm_id* listen_id = NULL;
+  struct rdma_cm_id* c = NULL;
+  struct sockaddr_storage any;
+  make_addr(host, 0, &any);
+  CHECK(rdma_create_id(sch, &listen_id, NULL, RDMA_PS_TCP) == 0);
+  CHECK(rdma_bind_addr(listen_id, (struct sockaddr*)&any) == 0 && rdma_listen(listen_id, 1) == 0);
+  CHECK(rdma_create_id(cch, &c, NULL, RDMA_PS_TCP) == 0);
+  CHECK(rdma_bind_addr(c, (struct sockaddr*)&any) == 0);
+  const uint16_t bound = ntohs(rdma_get_src_port(c));
+  CHECK(bound != 0);
+  struct sockaddr_storage dst;
+  make_addr(host, ntohs(rdma_get_src_port(listen_id)), &dst);
+  CHECK(rdma_resolve_addr(c, NULL, (struct sockaddr*)&dst, 2000) == 0);
+  struct rdma_cm_event* e = EXPECT_EVENT(cch, RDMA_CM_EVENT_ADDR_RESOLVED);
+  if (e != NULL) rdma_ack_cm_event(e);
+  CHECK(rdma_resolve_route(c, 2000) == 0);
+  e = EXPECT_EVENT(cch, RDMA_CM_EVENT_ROUTE_RESOLVED);
+  if (e != NULL) rdma_ack_cm_event(e);
+  struct ibv_qp_init_attr a = qp_attr();
+  CHECK(rdma_create_qp(c, NULL, &a) == 0 && rdma_connect(c, NULL) == 0);
+  e = EXPECT_EVENT(sch, RDMA_CM_EVENT_CONNECT_REQUEST);
+  if (e != NULL) {
+    struct rdma_cm_id* s = e->id;
+    CHECK(ntohs(rdma_get_dst_port(s)) == bound);
+    rdma_ack_cm_event(e);
+    a = qp_attr();
+    CHECK(rdma_create_qp(s, NULL, &a) == 0 && rdma_accept(s, NULL) == 0);
+    e = EXPECT_EVENT(cch, RDMA_CM_EVENT_ESTABLISHED);
+    if (e != NULL) rdma_ack_cm_event(e);
+    CHECK(ntohs(rdma_get_src_port(c)) == bound);
+    e = EXPECT_EVENT(sch, RDMA_CM_EVENT_ESTABLISHED);
+    if (e != NULL) rdma_ack_cm_event(e);
+    rdma_destroy_qp(s);
+    rdma_destroy_id(s);
+  }
+  rdma_destroy_qp(c);
+  rdma_destroy_id(c);
+  rdma_destroy_id(listen_id);
+  rdma_destroy_event_channel(cch);
+  rdma_destroy_event_channel(sch);
+}
+
 int main(void) {
   test_basics();
   test_connection("127.0.0.1");
@@ -681,6 +730,8 @@ int main(void) {
   test_memory_windows("127.0.0.1");
   test_atomics("127.0.0.1");
   test_on_demand("127.0.0.1");
+  test_bound_source("127.0.0.1");
+  test_bound_source("::1");
   printf("rdmacm_test: %d checks, %d failed\n", checks, failures);
   return failures == 0 ? 0 : 1;
 }

@@ -923,6 +923,30 @@ static void test_srq_and_async(struct ibv_context* ctx) {
   }
   set_nonblocking(ctx->async_fd, 0);
 
+  /* A destroyed QP's completions not yet polled go with it (their wr_ids may name buffers freed
+   * with the QP, as libfabric's ofi_rxm frees them); another QP's on the same CQ stay. */
+  struct ibv_wc wcs[4];
+  while (ibv_poll_cq(cq, 4, wcs) > 0) {
+  }
+  struct ibv_qp* qa = create_rc_qp(pd, cq, cq, NULL, 0);
+  struct ibv_qp* qb = create_rc_qp(pd, cq, cq, NULL, 0);
+  CHECK(qa != NULL && qb != NULL);
+  if (qa != NULL && qb != NULL) {
+    for (int i = 0; i < 2; ++i) {
+      struct ibv_qp* q = i == 0 ? qa : qb;
+      CHECK_ERR(to_init(q), 0);
+      CHECK_ERR(modify_state(q, IBV_QPS_ERR), 0);
+      CHECK_ERR(ibv_post_recv(q, &rwr, &bad), 0); /* flushed at once */
+    }
+    const uint32_t qb_num = qb->qp_num;
+    CHECK_ERR(ibv_destroy_qp(qa), 0);
+    qa = NULL;
+    int n = ibv_poll_cq(cq, 4, wcs);
+    CHECK(n == 1 && wcs[0].qp_num == qb_num && wcs[0].status == IBV_WC_WR_FLUSH_ERR);
+  }
+  if (qa != NULL) CHECK_ERR(ibv_destroy_qp(qa), 0);
+  if (qb != NULL) CHECK_ERR(ibv_destroy_qp(qb), 0);
+
   if (mr != NULL) CHECK_ERR(ibv_dereg_mr(mr), 0);
   CHECK_ERR(ibv_destroy_cq(cq), 0);
   CHECK_ERR(ibv_dealloc_pd(pd), 0);
