@@ -40,10 +40,15 @@ cleanup() {
 }
 trap cleanup EXIT
 
-echo "fabtests: building $(basename "$suite") against Debian's libfabric"
+# Only the programs of runfabtests.sh's functional set are built (not the unit tests and
+# benchmarks), into $work/bin.
+echo "fabtests: building $(basename "$suite")'s functional tests against Debian's libfabric"
 cp -r "$suite" "$work/src"
-if ! (cd "$work/src" && ./autogen.sh && ./configure -q --with-libfabric=/usr --prefix="$work/inst" &&
-      make -s -j "$(nproc)" && make -s install) >"$work/build.log" 2>&1; then
+programs=$(sed -n '/^functional_tests=(/,/^)/p' "$work/src/scripts/runfabtests.sh" |
+           grep -o '"fi_[a-z_]*' | tr -d '"' | sort -u)
+if ! (cd "$work/src" && ./autogen.sh && ./configure -q --with-libfabric=/usr &&
+      make -s -j "$(nproc)" $(printf 'functional/%s ' $programs) && mkdir "$work/bin" &&
+      cp $(printf 'functional/%s ' $programs) "$work/bin/") >"$work/build.log" 2>&1; then
   echo "FAIL: fabtests did not build:"
   tail -n 30 "$work/build.log"
   exit 1
@@ -61,7 +66,7 @@ for prov in "verbs;ofi_rxm" "verbs"; do
   # (regular expressions over its test names, comma-separated).
   excludes=$(awk -F' [|] ' -v p="$prov" '!/^#/ && NF >= 4 && $1 == p { printf "%s%s", sep, $2; sep = "," }' "$expected")
   log="$work/$prov.log"
-  ip netns exec "$ns" "$run" bash "$work/src/scripts/runfabtests.sh" -p "$work/inst/bin" \
+  ip netns exec "$ns" "$run" bash "$work/src/scripts/runfabtests.sh" -p "$work/bin" \
     -t functional -T "$limit" -s "$addr" -c "$addr" ${excludes:+-e "$excludes"} -v "$prov" >"$log" 2>&1
   # -v writes a YAML record per test: "- name: TEST -p PROV", then "  result: RESULT".
   results=$(awk '/^- name:/ { sub(/^- name: */, ""); sub(/ -p ".*$/, ""); name = $0 }

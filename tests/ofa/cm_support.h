@@ -1,7 +1,6 @@
-/* What the C tests of uwarp's libibverbs and librdmacm over rdma_cm connections share: CHECK
- * macros that count failures, waiting for rdma_cm events and completions within a bound, and
- * one loopback connection with both ends in the calling process. Each test program includes it
- * once (the counters are its own). */
+/* What the C tests of uwarp's libibverbs and librdmacm over rdma_cm connections share: waiting
+ * for rdma_cm events and completions within a bound, and one loopback connection with both ends
+ * in the calling process (the checks: check.h). */
 #pragma once
 
 #include <arpa/inet.h>
@@ -15,32 +14,7 @@
 #include <string.h>
 #include <unistd.h>
 
-/* Counted by CHECK and friends; main() reports them. */
-static int failures;
-static int checks;
-
-#define CHECK(cond)                                                            \
-  do {                                                                         \
-    ++checks;                                                                  \
-    if (!(cond)) {                                                             \
-      ++failures;                                                              \
-      fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, #cond); \
-    }                                                                          \
-  } while (0)
-
-/* A call that returns -1 and sets errno. */
-#define CHECK_ERRNO(expr, want)                                                                 \
-  do {                                                                                          \
-    errno = 0;                                                                                  \
-    int got_ = (expr);                                                                          \
-    int err_ = errno;                                                                           \
-    ++checks;                                                                                   \
-    if (got_ != -1 || err_ != (want)) {                                                         \
-      ++failures;                                                                               \
-      fprintf(stderr, "%s:%d: %s returned %d, errno %d (%s), expected -1 with errno %d (%s)\n", \
-              __FILE__, __LINE__, #expr, got_, err_, strerror(err_), (want), strerror(want));   \
-    }                                                                                           \
-  } while (0)
+#include "check.h"
 
 static inline int readable(int fd, int timeout_ms) {
   struct pollfd p = {.fd = fd, .events = POLLIN};

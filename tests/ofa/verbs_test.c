@@ -35,43 +35,7 @@ int ibv_read_sysfs_file(const char* dir, const char* file, char* buf, size_t siz
 int ibv_query_gid_type(struct ibv_context* context, uint8_t port_num, unsigned int index,
                        int* type);
 
-static int failures;
-static int checks;
-
-#define CHECK(cond)                                                            \
-  do {                                                                         \
-    ++checks;                                                                  \
-    if (!(cond)) {                                                             \
-      ++failures;                                                              \
-      fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, #cond); \
-    }                                                                          \
-  } while (0)
-
-/* A call that fails with an errno-valued result. */
-#define CHECK_ERR(expr, want)                                                                      \
-  do {                                                                                             \
-    int got_ = (expr);                                                                             \
-    ++checks;                                                                                      \
-    if (got_ != (want)) {                                                                          \
-      ++failures;                                                                                  \
-      fprintf(stderr, "%s:%d: %s returned %d (%s), expected %d (%s)\n", __FILE__, __LINE__, #expr, \
-              got_, strerror(got_), (want), strerror(want));                                       \
-    }                                                                                              \
-  } while (0)
-
-/* A call that returns NULL and sets errno. */
-#define CHECK_NULL_ERRNO(expr, want)                                                              \
-  do {                                                                                            \
-    errno = 0;                                                                                    \
-    void* p_ = (void*)(expr);                                                                     \
-    int e_ = errno;                                                                               \
-    ++checks;                                                                                     \
-    if (p_ != NULL || e_ != (want)) {                                                             \
-      ++failures;                                                                                 \
-      fprintf(stderr, "%s:%d: %s gave %p errno %d (%s), expected NULL errno %d (%s)\n", __FILE__, \
-              __LINE__, #expr, p_, e_, strerror(e_), (want), strerror(want));                     \
-    }                                                                                             \
-  } while (0)
+#include "check.h"
 
 static double now_ms(void) {
   struct timespec ts;
