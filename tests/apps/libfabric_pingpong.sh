@@ -36,8 +36,14 @@ pingpong() {
   fi
   timeout 120 "$run" fi_pingpong -p "$prov" -e "$ep" -P "$port" "$@" 127.0.0.1 >"$tmp/$name.client" 2>&1
   rc_c=$?
-  [ $rc_c -eq 0 ] || sleep 1
-  kill "$srv" 2>/dev/null  # a server whose client failed may wait for ever
+  # The server ends on its own after its client (given 20 s); one whose client failed may wait
+  # for ever, so it gets 1 s and is then stopped.
+  local i limit=$([ $rc_c -eq 0 ] && echo 200 || echo 10)
+  for ((i = 0; i < limit; i++)); do
+    kill -0 "$srv" 2>/dev/null || break
+    sleep 0.1
+  done
+  kill "$srv" 2>/dev/null
   wait "$srv"
   rc_s=$?
   if [ $rc_c -ne 0 ] || [ $rc_s -ne 0 ]; then
