@@ -551,7 +551,8 @@ int ibv_destroy_qp(ibv_qp* qp) {
   delete q;  // the core QP aborts its connection, if any
   // Its completions not yet polled go with it: their wr_ids name buffers the application frees
   // with the QP (mlx5 and other providers clean a destroyed QP's completions from its CQs too).
-  for (OfaCq* cq : {send_cq, recv_cq}) uwarp::detail::Access::impl(*cq->core)->cq.purge(qp_num);
+  uwarp::detail::Access::impl(*send_cq->core)->cq.purge(qp_num);
+  if (recv_cq != send_cq) uwarp::detail::Access::impl(*recv_cq->core)->cq.purge(qp_num);
   pd->users.fetch_sub(1);
   send_cq->qp_users.fetch_sub(1);
   recv_cq->qp_users.fetch_sub(1);

@@ -31,6 +31,9 @@ struct SendBatch {
   std::vector<std::vector<std::uint8_t>> inline_data;
   int error = 0;  // the first refusal while building, reported by ibv_wr_complete
 
+  void refuse(int e) {
+    if (error == 0) error = e;
+  }
   void clear() {
     wrs.clear();
     sges.clear();
@@ -61,7 +64,7 @@ ibv_send_wr* append(ibv_qp_ex* qp, ibv_wr_opcode opcode) {
     b.sges.emplace_back();
     b.inline_data.emplace_back();
   } catch (const std::bad_alloc&) {
-    b.error = ENOMEM;
+    b.refuse(ENOMEM);
     return nullptr;
   }
   return &b.wrs.back();
@@ -71,15 +74,14 @@ ibv_send_wr* append(ibv_qp_ex* qp, ibv_wr_opcode opcode) {
 ibv_send_wr* last(ibv_qp_ex* qp) {
   SendBatch& b = batch_of(qp);
   if (b.wrs.empty()) {
-    if (b.error == 0) b.error = EINVAL;
+    b.refuse(EINVAL);
     return nullptr;
   }
   return &b.wrs.back();
 }
 
 void refuse(ibv_qp_ex* qp, int error) {
-  SendBatch& b = batch_of(qp);
-  if (b.error == 0) b.error = error;
+  batch_of(qp).refuse(error);
 }
 
 ibv_send_wr* remote(ibv_qp_ex* qp, ibv_wr_opcode opcode, std::uint32_t rkey,

@@ -66,19 +66,29 @@ static int poll_ex(struct ibv_cq_ex* cq, struct ibv_wc* out, int n) {
   return got;
 }
 
-static void test_creation(struct ibv_context* verbs, struct ibv_pd* pd, struct ibv_cq_ex* cq) {
-  struct ibv_cq_init_attr_ex bad = {.cqe = 16, .wc_flags = IBV_WC_EX_WITH_COMPLETION_TIMESTAMP};
-  errno = 0;
-  CHECK(ibv_create_cq_ex(verbs, &bad) == NULL && errno == EOPNOTSUPP);
+/* Attributes of an RC QP of `max_wr` requests that completes on `cq` and asks for the send
+ * operations `ops` (IBV_QP_INIT_ATTR_SEND_OPS_FLAGS; the caller adds the PD or lets
+ * open_conn_ex do it). */
+static struct ibv_qp_init_attr_ex qp_ex_attr(struct ibv_cq_ex* cq, uint32_t max_wr, uint64_t ops) {
   struct ibv_qp_init_attr_ex a;
   memset(&a, 0, sizeof a);
   a.qp_type = IBV_QPT_RC;
   a.send_cq = a.recv_cq = ibv_cq_ex_to_cq(cq);
-  a.cap.max_send_wr = a.cap.max_recv_wr = 4;
+  a.cap.max_send_wr = a.cap.max_recv_wr = max_wr;
   a.cap.max_send_sge = a.cap.max_recv_sge = 1;
-  a.comp_mask = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS;
+  a.comp_mask = IBV_QP_INIT_ATTR_SEND_OPS_FLAGS;
+  a.send_ops_flags = ops;
+  return a;
+}
+
+static void test_creation(struct ibv_context* verbs, struct ibv_pd* pd, struct ibv_cq_ex* cq) {
+  struct ibv_cq_init_attr_ex bad = {.cqe = 16, .wc_flags = IBV_WC_EX_WITH_COMPLETION_TIMESTAMP};
+  errno = 0;
+  CHECK(ibv_create_cq_ex(verbs, &bad) == NULL && errno == EOPNOTSUPP);
+  struct ibv_qp_init_attr_ex a =
+      qp_ex_attr(cq, 4, IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_SEND_WITH_IMM);
+  a.comp_mask |= IBV_QP_INIT_ATTR_PD;
   a.pd = pd;
-  a.send_ops_flags = IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_SEND_WITH_IMM;
   errno = 0;
   CHECK(ibv_create_qp_ex(verbs, &a) == NULL && errno == EOPNOTSUPP);
 }
@@ -127,17 +137,12 @@ static void test_batch(const char* host) {
   if (cq == NULL) return;
   CHECK(ibv_start_poll(cq, NULL) == ENOENT);
 
-  struct ibv_qp_init_attr_ex a;
-  memset(&a, 0, sizeof a);
-  a.qp_type = IBV_QPT_RC;
-  a.send_cq = a.recv_cq = ibv_cq_ex_to_cq(cq);
-  a.cap.max_send_wr = a.cap.max_recv_wr = 8;
-  a.cap.max_send_sge = a.cap.max_recv_sge = 1;
-  a.cap.max_inline_data = 64;
-  a.comp_mask = IBV_QP_INIT_ATTR_SEND_OPS_FLAGS;
-  a.send_ops_flags = IBV_QP_EX_WITH_RDMA_WRITE | IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM |
+  struct ibv_qp_init_attr_ex a =
+      qp_ex_attr(cq, 8,
+                 IBV_QP_EX_WITH_RDMA_WRITE | IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM |
                      IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_RDMA_READ |
-                     IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP | IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD;
+                     IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP | IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD);
+  a.cap.max_inline_data = 64;
   struct conn k;
   CHECK(open_conn_ex(host, &k, &a) == 0);
   if (k.s == NULL || k.s->qp == NULL || k.c == NULL || k.c->qp == NULL) {
