@@ -59,6 +59,21 @@ void set_rnr_retry(ibv_qp* qp, std::uint8_t rnr_retry) noexcept {
   q.core.set_receive_wait(receive_wait_for(rnr_retry, q.attr.min_rnr_timer));
 }
 
+std::function<bool()> completions_polled_test(ibv_qp* qp) noexcept {
+  if (qp == nullptr) return {};
+  try {
+    std::shared_ptr<detail::CqImpl> send = detail::Access::impl(*OfaCq::from(qp->send_cq)->core);
+    std::shared_ptr<detail::CqImpl> recv = detail::Access::impl(*OfaCq::from(qp->recv_cq)->core);
+    const std::uint64_t send_mark = send->cq.pushed_total();
+    const std::uint64_t recv_mark = recv->cq.pushed_total();
+    return [send = std::move(send), recv = std::move(recv), send_mark, recv_mark] {
+      return send->cq.left_total() >= send_mark && recv->cq.left_total() >= recv_mark;
+    };
+  } catch (...) {
+    return {};
+  }
+}
+
 bool qp_has_connection(ibv_qp* qp) noexcept {
   if (qp == nullptr) return false;
   const auto& impl = detail::Access::impl(OfaQp::from(qp)->core);

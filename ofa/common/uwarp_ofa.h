@@ -17,6 +17,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 
 #include "uwarp/cm.h"
@@ -37,7 +38,7 @@ namespace uwarp::ofa {
 
 // Bumped when a declaration here changes incompatibly (both libraries are built together; this
 // catches a stale one on LD_LIBRARY_PATH).
-inline constexpr int kBridgeVersion = 2;
+inline constexpr int kBridgeVersion = 3;
 UWARP_OFA_BRIDGE int bridge_version() noexcept;
 
 // The uwarp objects behind verbs objects. The Context is the one librdmacm gives to its
@@ -68,6 +69,13 @@ UWARP_OFA_BRIDGE Status accept_qp(Connection& connection, ibv_qp* qp,
 // rdma_connect, rdma_accept: the connection's rdma_conn_param.rnr_retry_count becomes the QP's
 // rnr_retry attribute, and with its min_rnr_timer the QP's receive wait (common/receive_wait.h).
 UWARP_OFA_BRIDGE void set_rnr_retry(ibv_qp* qp, std::uint8_t rnr_retry) noexcept;
+
+// A test that is true once the application has polled (or destroyed) every completion that
+// `qp`'s send and receive CQs held when this was called: rdma_cm reports a peer's disconnection
+// only after the completions that preceded it (cma.cc). The test keeps the CQs' state alive,
+// not the QP; it may be called from any thread, after the QP and CQs were destroyed too. An
+// empty function for a null `qp` (or when out of memory): nothing to wait for.
+UWARP_OFA_BRIDGE std::function<bool()> completions_polled_test(ibv_qp* qp) noexcept;
 
 // True once connect_qp or accept_qp bound a connection to `qp`.
 UWARP_OFA_BRIDGE bool qp_has_connection(ibv_qp* qp) noexcept;

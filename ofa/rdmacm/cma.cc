@@ -12,7 +12,7 @@
 //   kRejected       -> REJECTED, status -ECONNREFUSED, the reject's private data
 //   kConnectError   -> REJECTED (-ECONNREFUSED, -ECONNRESET: nobody listens), UNREACHABLE
 //                      (-ETIMEDOUT) or CONNECT_ERROR (-errno), as siw reports them
-//   kDisconnected   -> DISCONNECTED
+//   kDisconnected   -> DISCONNECTED, once the completions that preceded it were polled (below)
 #include "rdmacm/cma.h"
 
 #include <arpa/inet.h>
@@ -25,10 +25,13 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <thread>
+#include <vector>
 
 #include "common/boundary.h"
 #include "common/errno_map.h"
@@ -352,31 +355,87 @@ bool debug_enabled() {
   return on;
 }
 
+void trace_core_event(const CmEvent& e) {
+  std::fprintf(stderr, "uwarp librdmacm: core event %s %s -> %s (%s)",
+               std::string(to_string(e.type)).c_str(), e.connection.local_address().c_str(),
+               e.connection.peer_address().c_str(), e.status.to_string().c_str());
+  if (e.type == CmEventType::kEstablished) {
+    std::fprintf(stderr, " MPA revision %d, CRC %s, markers %s", e.connection.mpa_revision(),
+                 e.connection.crc() ? "on" : "off", markers_agreed(e.connection));
+  }
+  std::fputc('\n', stderr);
+}
+
+void route(CmEvent& e) {
+  try {
+    uwarp::MutexLock lock(cma_mu);
+    if (e.type == CmEventType::kConnectRequest) {
+      on_connect_request(e);
+    } else {
+      on_connection_event(e);
+    }
+  } catch (...) {
+    // Out of memory while routing: the event is lost (its id sees no progress), the
+    // dispatcher goes on.
+  }
+}
+
+// A peer's disconnection is reported after the completions that preceded it. The core reports
+// it once the connection's last bytes were processed, so the Send that came just before the
+// peer closed is already a completion in the CQ. An application that polls its CQ and then reads
+// its event channel, in one thread (libfabric's ofi_rxm does), may find the CQ empty, then the
+// completion and the DISCONNECTED arrive together, and it tears the connection down on the
+// event: the message is lost. So DISCONNECTED waits until every completion that the QP's CQs
+// held when the core reported it has been polled, or kDisconnectHold has passed (for an
+// application that polls only after the event). Other events are not held.
+constexpr auto kDisconnectHold = std::chrono::milliseconds(250);
+constexpr int kHeldRecheckMs = 1;
+
+struct HeldDisconnect {
+  CmEvent event;
+  std::function<bool()> polled;
+  std::chrono::steady_clock::time_point deadline;
+};
+
+// The test for `e` (a kDisconnected), or an empty one when nothing is to be waited for.
+std::function<bool()> preceding_completions(const CmEvent& e) {
+  uwarp::MutexLock lock(cma_mu);
+  IdState* s = find_connection_locked(e.connection);
+  if (s == nullptr || s->self->id.qp == nullptr) return {};
+  std::function<bool()> polled = ofa::completions_polled_test(s->self->id.qp);
+  if (polled && polled()) return {};
+  return polled;
+}
+
+// Routes the held disconnections whose completions were polled or whose time ran out.
+void release_held(std::vector<HeldDisconnect>& held) {
+  const auto now = std::chrono::steady_clock::now();
+  std::erase_if(held, [&](HeldDisconnect& h) {
+    if (now < h.deadline && !h.polled()) return false;
+    route(h.event);
+    return true;
+  });
+}
+
 void dispatch_loop(EventChannel core) {
+  std::vector<HeldDisconnect> held;  // this thread's only
   for (;;) {
-    std::optional<CmEvent> e = core.get_event(-1);
+    std::optional<CmEvent> e = core.get_event(held.empty() ? -1 : kHeldRecheckMs);
+    release_held(held);
     if (!e) continue;
-    if (debug_enabled()) {
-      std::fprintf(stderr, "uwarp librdmacm: core event %s %s -> %s (%s)",
-                   std::string(to_string(e->type)).c_str(), e->connection.local_address().c_str(),
-                   e->connection.peer_address().c_str(), e->status.to_string().c_str());
-      if (e->type == CmEventType::kEstablished) {
-        std::fprintf(stderr, " MPA revision %d, CRC %s, markers %s", e->connection.mpa_revision(),
-                     e->connection.crc() ? "on" : "off", markers_agreed(e->connection));
+    if (debug_enabled()) trace_core_event(*e);
+    if (e->type == CmEventType::kDisconnected) {
+      try {
+        if (std::function<bool()> polled = preceding_completions(*e)) {
+          held.push_back({std::move(*e), std::move(polled),
+                          std::chrono::steady_clock::now() + kDisconnectHold});
+          continue;
+        }
+      } catch (...) {
+        // Out of memory: reported at once.
       }
-      std::fputc('\n', stderr);
     }
-    try {
-      uwarp::MutexLock lock(cma_mu);
-      if (e->type == CmEventType::kConnectRequest) {
-        on_connect_request(*e);
-      } else {
-        on_connection_event(*e);
-      }
-    } catch (...) {
-      // Out of memory while routing: the event is lost (its id sees no progress), the
-      // dispatcher goes on.
-    }
+    route(*e);
   }
 }
 

@@ -13,6 +13,7 @@ std::size_t CompletionQueue::poll(std::span<WorkCompletion> out) {
     queue_.pop_front();
   }
   count_.store(queue_.size(), std::memory_order_release);
+  left_total_.fetch_add(n, std::memory_order_release);
   return n;
 }
 
@@ -84,6 +85,7 @@ std::size_t CompletionQueue::purge(std::uint32_t qp_num) {
     if (wc.qp_num != qp_num) queue_.push_back() = wc;
   }
   count_.store(queue_.size(), std::memory_order_release);
+  left_total_.fetch_add(before - queue_.size(), std::memory_order_release);
   return before - queue_.size();
 }
 
@@ -97,6 +99,7 @@ bool CompletionQueue::push(const WorkCompletion& wc, bool solicited) {
     }
     queue_.push_back() = wc;
     count_.store(queue_.size(), std::memory_order_release);
+    pushed_total_.fetch_add(1, std::memory_order_release);
     const bool error = wc.status != WcStatus::kSuccess;
     if (arm_ == Arm::kNext || (arm_ == Arm::kSolicited && (solicited || error))) {
       arm_ = Arm::kNone;

@@ -68,6 +68,13 @@ class CompletionQueue {
   // completions from its CQs promise). Returns how many went.
   std::size_t purge(std::uint32_t qp_num);
 
+  // How many completions were ever pushed, and how many have left (polled or purged). Completions
+  // leave in order, so once left_total() reaches an earlier pushed_total(), the completions
+  // pushed before that moment are gone (a purge of later ones may make it reach it early). Any
+  // thread, no lock.
+  std::uint64_t pushed_total() const { return pushed_total_.load(std::memory_order_acquire); }
+  std::uint64_t left_total() const { return left_total_.load(std::memory_order_acquire); }
+
   // Poll sources (see above). add/remove: any thread; a source is added at most once per CQ
   // (adding it again is ignored) and removed before it stops being usable.
   void add_source(const std::shared_ptr<CqPollSource>& source);
@@ -93,6 +100,8 @@ class CompletionQueue {
   SlotRing<WorkCompletion> queue_ GUARDED_BY(mu_);
   Arm arm_ GUARDED_BY(mu_) = Arm::kNone;
   std::atomic<std::size_t> count_{0};
+  std::atomic<std::uint64_t> pushed_total_{0};  // written under mu_
+  std::atomic<std::uint64_t> left_total_{0};    // written under mu_
   std::atomic<bool> overflowed_{false};
   std::atomic<bool> armed_{false};  // arm_ != kNone, for drive_sources without mu_
 
