@@ -14,29 +14,23 @@
 # rdma_cm connections: run 1 must show connections established between 10.236.0.1 and
 # 10.236.0.2). Before that, uwarp's device must be usable in each namespace (fi_info).
 #
-# Two known uwarp problems are worked around here (README.md, "Using uwarp with libfabric and
-# MPI"):
-#   - uwarp's rdma_bind_addr gives an id bound to a loopback address the device, where the kernel
-#     leaves id->verbs NULL; libfabric's verbs provider (which binds "localhost" to find its
-#     source address) then advertises 127.0.0.1 instead of the host's address, and ranks on
-#     other hosts cannot reach it. Each namespace gets a hosts file of its own in which
-#     "localhost" is its veth address (/etc/netns/NAME/hosts, which ip netns exec puts in place
-#     of /etc/hosts).
-#   - uwarp's threads outlive its libraries when a program unloads them: Open MPI unloads its
-#     ofi component, libfabric and with it uwarp's librdmacm.so.1 in MPI_Finalize, and the rank
-#     dies in SIGSEGV. Each rank preloads librdmacm.so.1 (LD_PRELOAD), which is never unloaded.
+# Each rank runs under tests/apps/mpi_rank.sh, which works around two known uwarp problems
+# (README.md, "Using uwarp with libfabric and MPI"): "localhost" is made the host's own address
+# (else libfabric's verbs provider advertises 127.0.0.1 over uwarp) and uwarp's librdmacm.so.1
+# is preloaded (else Open MPI's MPI_Finalize unloads it under uwarp's threads: SIGSEGV).
 # And one is left out: an MPI_Allreduce of 8 MiB (mpi_check --large), whose messages go through
 # ofi_rxm's rendezvous (RDMA Read), fails in about 1 run of 3 (uwarp ends a Read Response when
 # another registration of the same memory is deregistered); it prints "not run" saying so.
 #
-# Every mpirun is bounded by its own --timeout and by timeout(1); the namespaces, their hosts
-# files and any process left in them are removed on exit.
+# Every mpirun is bounded by its own --timeout and by timeout(1); the namespaces and any process
+# left in them are removed on exit.
 #   mpi.sh PATH/TO/uwarp-run
 # Exit status: 0 passed, 1 failed, 77 skipped (saying why).
 set -uo pipefail
 run=$(readlink -f "$1")
 here=$(cd "$(dirname "$0")" && pwd)
 agent=$here/mpi_netns_agent.sh
+rank=$here/mpi_rank.sh
 limit=${UWARP_MPI_TIMEOUT:-60}  # seconds per mpirun (its --timeout; timeout(1) adds 30)
 
 skip() {
@@ -50,6 +44,7 @@ ompi_info | grep -q "MCA mtl: ofi" || skip "this Open MPI has no ofi mtl (libfab
 command -v fi_info >/dev/null || skip "fi_info is not installed (Debian package libfabric-bin; scripts/setup installs it)"
 [ "$(id -u)" -eq 0 ] || skip "the two hosts are network namespaces (root)"
 command -v ip >/dev/null || skip "iproute2 (ip) is not installed"
+command -v unshare >/dev/null || skip "unshare (util-linux) is not installed"
 
 work=$(mktemp -d /tmp/uwarp-mpi.XXXXXX)
 nsa="uwarp_mpia$$"
@@ -63,7 +58,6 @@ cleanup() {
     pids=$(ip netns pids "$ns" 2>/dev/null)
     [ -n "$pids" ] && kill -KILL $pids 2>/dev/null
     ip netns del "$ns" 2>/dev/null
-    rm -rf "/etc/netns/$ns"
   done
   rm -rf "$work"
 }
@@ -83,18 +77,15 @@ ip link add "umpi$$a" netns "$nsa" type veth peer name "umpi$$b" netns "$nsb" &&
   ip -n "$nsa" link set "umpi$$a" up && ip -n "$nsb" link set "umpi$$b" up &&
   ip -n "$nsa" addr add "$addr_a/24" dev "umpi$$a" && ip -n "$nsb" addr add "$addr_b/24" dev "umpi$$b" ||
   { echo "FAIL: network namespace setup"; exit 1; }
-# The first known problem above: "localhost" is the namespace's own address.
-mkdir -p "/etc/netns/$nsa" "/etc/netns/$nsb" &&
-  echo "$addr_a localhost" >"/etc/netns/$nsa/hosts" && echo "$addr_b localhost" >"/etc/netns/$nsb/hosts" ||
-  { echo "FAIL: cannot write /etc/netns/NAME/hosts"; exit 1; }
+net=10.236.0.0/24
 echo "mpi: hosts A = namespace $nsa ($addr_a), B = namespace $nsb ($addr_b)"
 
 failed=0
-# uwarp's device, as libfabric sees it in each namespace: an RDM endpoint of verbs;ofi_rxm
-# whose source is the namespace's address.
+# uwarp's device, as libfabric sees it in each namespace where a rank runs (mpi_rank.sh): an RDM
+# endpoint of verbs;ofi_rxm whose source is the namespace's address.
 for pair in "$nsa $addr_a" "$nsb $addr_b"; do
   read -r ns addr <<<"$pair"
-  srcs=$(ip netns exec "$ns" timeout 30 "$run" fi_info -p "verbs;ofi_rxm" -t FI_EP_RDM -v 2>&1 |
+  srcs=$(ip netns exec "$ns" timeout 30 "$run" "$rank" "$net" fi_info -p "verbs;ofi_rxm" -t FI_EP_RDM -v 2>&1 |
          sed -n 's/^ *src_addr: //p' | sort -u | tr '\n' ' ')
   if [[ " $srcs" == *" fi_sockaddr_in://$addr:0 "* ]]; then
     echo "ok: $ns: uwarp-run fi_info -p 'verbs;ofi_rxm': an RDM endpoint from $addr"
@@ -121,11 +112,10 @@ mpi_flags=(
   --mca mpi_yield_when_idle 1
   --mca pml_base_verbose 10 --mca mtl_ofi_verbose 1  # Open MPI reports pml and provider chosen
 )
-# Not needed here: --mca oob_tcp_if_include (each namespace has one interface besides lo, and
-# Open MPI's launcher leaves lo out) and btl_tcp_if_include (no tcp BTL).
-# Each rank: through uwarp-run (--debug: rdma_cm events on stderr), librdmacm.so.1 preloaded
-# (the second known problem above).
-rank_cmd=("$run" --debug env LD_PRELOAD=librdmacm.so.1 "$work/mpi_check")
+# Not needed here: --mca oob_tcp_if_include NETWORK (the network of Open MPI's own control
+# connections; each namespace has one interface besides lo) and btl_tcp_if_include (no tcp BTL).
+# Each rank: through uwarp-run (--debug: rdma_cm events on stderr) and mpi_rank.sh.
+rank_cmd=("$run" --debug "$rank" "$net" "$work/mpi_check")
 
 # check NAME LOG RC RANKS HOSTS: the checks of one run's output; 0 if all passed.
 check() {
