@@ -19,8 +19,9 @@
 # (else libfabric's verbs provider advertises 127.0.0.1 over uwarp) and uwarp's librdmacm.so.1
 # is preloaded (else Open MPI's MPI_Finalize unloads it under uwarp's threads: SIGSEGV).
 # And one is left out: an MPI_Allreduce of 8 MiB (mpi_check --large), whose messages go through
-# ofi_rxm's rendezvous (RDMA Read), fails in about 1 run of 3 (uwarp ends a Read Response when
-# another registration of the same memory is deregistered); it prints "not run" saying so.
+# ofi_rxm's rendezvous (RDMA Read), fails in about 1 run of 3 (libfabric's registration cache
+# registers one region over two it holds and deregisters those, and uwarp then ends a Read
+# Response in progress through the new one); it prints "not run" saying so.
 #
 # Every mpirun is bounded by its own --timeout and by timeout(1); the namespaces and any process
 # left in them are removed on exit.
@@ -189,5 +190,5 @@ else
   failed=1
 fi
 echo "not run: mpi_check --large (MPI_Allreduce of 8 MiB): ofi_rxm's rendezvous fails in about 1 run" \
-     "of 3 over uwarp (a Read Response ended when another registration of its memory is deregistered)"
+     "of 3 over uwarp (a Read Response is ended when another registration of its memory is deregistered)"
 exit $failed
