@@ -14,10 +14,9 @@
 # rdma_cm connections: run 1 must show connections established between 10.236.0.1 and
 # 10.236.0.2). Before that, uwarp's device must be usable in each namespace (fi_info).
 #
-# Each rank runs under tests/apps/mpi_rank.sh, which works around two known uwarp problems
+# Each rank runs under tests/apps/mpi_rank.sh, which works around a known uwarp problem
 # (README.md, "Using uwarp with libfabric and MPI"): "localhost" is made the host's own address
-# (else libfabric's verbs provider advertises 127.0.0.1 over uwarp) and uwarp's librdmacm.so.1
-# is preloaded (else Open MPI's MPI_Finalize unloads it under uwarp's threads: SIGSEGV).
+# (else libfabric's verbs provider advertises 127.0.0.1 over uwarp).
 # And one is left out: an MPI_Allreduce of 8 MiB (mpi_check --large), whose messages go through
 # ofi_rxm's rendezvous (RDMA Read), fails in about 1 run of 3 (libfabric's registration cache
 # registers one region over two it holds and deregisters those, and uwarp then ends a Read

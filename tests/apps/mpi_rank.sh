@@ -1,13 +1,11 @@
 #!/usr/bin/env bash
 # Runs one MPI rank over uwarp with what Open MPI over libfabric needs of uwarp today (README.md,
-# "Using uwarp with libfabric and MPI", known problems):
-#   - "localhost" is this host's address in NETWORK: the rank runs in a mount namespace of its
-#     own whose /etc/hosts says so. libfabric's verbs provider binds "localhost" to find the
-#     address it advertises to the other ranks; the kernel leaves a loopback-bound id without a
-#     device, and the provider then takes the device's own addresses, but uwarp gives such an id
-#     its device, and the provider would advertise 127.0.0.1.
-#   - uwarp's librdmacm.so.1 is preloaded, so that it is never unloaded: Open MPI unloads
-#     libfabric (and with it librdmacm.so.1) in MPI_Finalize while uwarp's threads still run.
+# "Using uwarp with libfabric and MPI", known problems): "localhost" is this host's address in
+# NETWORK. The rank runs in a mount namespace of its own whose /etc/hosts says so. libfabric's
+# verbs provider binds "localhost" to find the address it advertises to the other ranks; the
+# kernel leaves a loopback-bound id without a device, and the provider then takes the device's
+# own addresses, but uwarp gives such an id its device, and the provider would advertise
+# 127.0.0.1.
 # Give it to mpirun after uwarp-run (which puts uwarp's libraries on the library path):
 #   mpirun ... uwarp-run tests/apps/mpi_rank.sh NETWORK PROGRAM [ARGS...]
 # NETWORK is the IPv4 network between the hosts (e.g. 192.0.2.0/24). Needs unshare(1) and
@@ -41,4 +39,4 @@ exec unshare "${user[@]}" --mount --propagation private -- sh -c '
     exit 127
   fi
   rm -f "$hosts"
-  LD_PRELOAD=librdmacm.so.1 exec "$@"' sh "$hosts" "$@"
+  exec "$@"' sh "$hosts" "$@"
