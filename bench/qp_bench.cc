@@ -25,7 +25,8 @@ namespace {
 class NullLink final : public QpLink {
  public:
   void doorbell(QueuePair&) override {}
-  void revoke(QueuePair&, ConstByteSpan, bool) override {}  // nothing deregisters here
+  void revoke(QueuePair&, const proto::RevokedRegion&, bool) override {
+  }                                                        // nothing deregisters here
   void receive_posted(QueuePair&) override {}              // receives never wait here
 };
 

@@ -35,9 +35,9 @@ class CollectingLink final : public verbs::QpLink {
   // As runtime::Stream: reception waited for a receive; it resumes before the next feed.
   void receive_posted(verbs::QueuePair&) override { resume = true; }
   // As runtime::Stream::revoke.
-  void revoke(verbs::QueuePair& qp, ConstByteSpan memory, bool qp_in_use) override {
-    const bool queued = batch != nullptr && batch->reads_from(memory);
-    if (rdmap != nullptr) rdmap->revoke(qp, memory, qp_in_use || queued);
+  void revoke(verbs::QueuePair& qp, const proto::RevokedRegion& revoked, bool qp_in_use) override {
+    const bool queued = batch != nullptr && batch->reads_from(revoked);
+    if (rdmap != nullptr) rdmap->revoke(qp, revoked, qp_in_use || queued);
   }
   void collect(verbs::QueuePair& qp) {
     const verbs::TxRequests r = rdmap->take_requests(qp);

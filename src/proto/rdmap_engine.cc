@@ -44,7 +44,8 @@ bool RdmapEngine::rx_open() const {
   return !reader_.failed() && !receiver_.terminated() && !terminate_.queued();
 }
 
-bool RdmapEngine::revoke(ConstByteSpan memory, bool in_use_elsewhere) {
+bool RdmapEngine::revoke(const RevokedRegion& revoked, bool in_use_elsewhere) {
+  const ConstByteSpan memory = revoked.memory;
   if (terminate_.queued()) return false;  // failed already: its work is abandoned
   if (reader_.places_into(memory)) {
     reader_.abort(reader_.segment_tagged() ? wire::term::kDdpTaggedInvalidStag
@@ -53,9 +54,9 @@ bool RdmapEngine::revoke(ConstByteSpan memory, bool in_use_elsewhere) {
     return true;
   }
   RxFailure failure;  // no header: the Terminate names no received segment
-  if (irq_.reads_from(memory)) {
+  if (irq_.reads_through(revoked.region)) {
     failure.code = wire::term::kRdmapInvalidStag;
-  } else if (tx_.reads_from(memory) || in_use_elsewhere) {
+  } else if (tx_.reads_from(revoked) || in_use_elsewhere) {
     failure.code = wire::term::kRdmapLocalCatastrophic;
   } else {
     return false;

@@ -25,6 +25,7 @@
 #include "proto/rdmap_receiver.h"
 #include "proto/rdmap_transmitter.h"
 #include "proto/read_queues.h"
+#include "proto/revoked_region.h"
 #include "proto/rtr.h"
 #include "proto/tx_batch.h"
 #include "wire/rdmap.h"
@@ -85,14 +86,15 @@ class RdmapEngine final : private RxDelegate {
   // fails and abandons the engine's work), so that it touches that memory no more:
   // - the payload being placed: a tagged segment gets the DDP "invalid STag" Terminate (as one
   //   that arrived after the deregistration), an untagged one RDMAP "local catastrophic";
-  // - a Read Request queued or being answered: RDMAP "invalid STag" (as a Read Request that
-  //   arrived after the deregistration);
+  // - a Read Request queued or being answered through that region (not through another region
+  //   over the same bytes): RDMAP "invalid STag" (as a Read Request that arrived after the
+  //   deregistration);
   // - the message being segmented, or (says the caller, `in_use_elsewhere`) FPDUs queued in its
   //   batch or memory its port resolved earlier (a Send's receive, a Read's sink): RDMAP
   //   "local catastrophic".
   // Returns true if it failed. Call only while the QP receives (not after it failed: its work
   // was abandoned then).
-  bool revoke(ConstByteSpan memory, bool in_use_elsewhere);
+  bool revoke(const RevokedRegion& revoked, bool in_use_elsewhere);
 
  private:
   // RxDelegate.

@@ -140,6 +140,7 @@ bool RdmapTransmitter::next_read_response(Message& m) {
   m.gather = gather_;
   m.length = read.source.bytes.size();
   m.cookie = make_cookie(CookieKind::kReadResponse);
+  m.region = read.source.keep.get();
   return true;
 }
 

@@ -56,8 +56,9 @@ class RdmapTransmitter {
   void queue_nudge() { nudge_pending_ = true; }
   // Responder: the peer's RTR has arrived; transmission may begin.
   void rtr_received() { awaiting_rtr_ = false; }
-  // Some payload byte of the message being segmented is still to be read from `memory`.
-  bool reads_from(ConstByteSpan memory) const { return segmenter_.reads_from(memory); }
+  // Some payload byte of the message being segmented is still to be read from the revoked
+  // region (MessageSegmenter::reads_from).
+  bool reads_from(const RevokedRegion& revoked) const { return segmenter_.reads_from(revoked); }
   // The QP failed: the message being segmented is not continued.
   void abandon() {
     segmenter_ = MessageSegmenter{};

@@ -122,11 +122,11 @@ class InboundReadQueue {
   // The Read Response has been handed to TCP: its source may be released.
   void response_sent() { responding_ = InboundRead{}; }
 
-  // A Read Request queued or being answered reads from `memory`.
-  bool reads_from(ConstByteSpan memory) const {
-    if (overlaps(responding_.source.bytes, memory)) return true;
+  // A Read Request queued or being answered reads through `region` (its source's keep).
+  bool reads_through(const void* region) const {
+    if (responding_.source.keep.get() == region) return true;
     for (const InboundRead& r : queue_) {
-      if (overlaps(r.source.bytes, memory)) return true;
+      if (r.source.keep.get() == region) return true;
     }
     return false;
   }

@@ -8,7 +8,15 @@
 namespace uwarp::proto {
 
 void TxBatch::add_fpdu(const wire::DdpHeader& header, std::span<const iovec> payload,
-                       std::size_t payload_length, Framing framing) {
+                       std::size_t payload_length, Framing framing, const void* region) {
+  const std::size_t first_iov = iov_count_;
+  add_fpdu_iovecs(header, payload, payload_length, framing);
+  std::fill(iov_region_.begin() + static_cast<std::ptrdiff_t>(first_iov),
+            iov_region_.begin() + static_cast<std::ptrdiff_t>(iov_count_), region);
+}
+
+void TxBatch::add_fpdu_iovecs(const wire::DdpHeader& header, std::span<const iovec> payload,
+                              std::size_t payload_length, Framing framing) {
   const std::size_t ulpdu = header.size() + payload_length;
   auto& h = headers_[fpdus_];
   auto& t = trailers_[fpdus_];
@@ -110,6 +118,7 @@ void TxBatch::abandon_after_current_fpdu() {
   if (tail_.empty()) return;
   // The kept bytes are all that is left; they count as the batch's first FPDU.
   iov_[0] = iovec{tail_.data(), tail_.size()};
+  iov_region_[0] = nullptr;
   iov_count_ = 1;
   queued_bytes_ = tail_.size();
   fpdu_end_[0] = queued_bytes_;
@@ -154,17 +163,22 @@ void TxBatch::clear() {
   marks_ = marks_popped_ = 0;
 }
 
-bool TxBatch::reads_from(ConstByteSpan memory) const {
-  for (const iovec& v : pending()) {
-    if (overlaps(ConstByteSpan(static_cast<const std::uint8_t*>(v.iov_base), v.iov_len), memory)) {
+bool TxBatch::reads_from(const RevokedRegion& revoked) const {
+  for (std::size_t i = sent_iov_; i < iov_count_; ++i) {
+    if (iov_region_[i] != nullptr && iov_region_[i] != revoked.region) continue;
+    const iovec& v = iov_[i];
+    if (overlaps(ConstByteSpan(static_cast<const std::uint8_t*>(v.iov_base), v.iov_len),
+                 revoked.memory)) {
       return true;
     }
   }
   return false;
 }
 
-bool MessageSegmenter::reads_from(ConstByteSpan memory) const {
+bool MessageSegmenter::reads_from(const RevokedRegion& revoked) const {
   if (!active_) return false;
+  if (msg_.region != nullptr) return msg_.region == revoked.region;
+  const ConstByteSpan memory = revoked.memory;
   for (std::size_t i = piece_; i < msg_.gather.size(); ++i) {
     const ConstByteSpan piece = msg_.gather[i];
     if (overlaps(i == piece_ ? piece.subspan(piece_offset_) : piece, memory)) return true;
@@ -220,7 +234,7 @@ bool MessageSegmenter::fill(TxBatch& batch, std::size_t max_ulpdu, Framing frami
       h.message_offset = static_cast<std::uint32_t>(offset_);
     }
     h.last = offset_ + got == msg_.length;
-    batch.add_fpdu(h, std::span<const iovec>(pieces.data(), n), got, framing);
+    batch.add_fpdu(h, std::span<const iovec>(pieces.data(), n), got, framing, msg_.region);
     offset_ += got;
     piece_ = piece;
     piece_offset_ = piece_off;

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "base/bytes.h"
+#include "proto/revoked_region.h"
 #include "wire/ddp.h"
 #include "wire/fpdu.h"
 #include "wire/mpa_marker.h"
@@ -60,14 +61,16 @@ class TxBatch {
   static constexpr std::size_t fpdu_iov_overhead(Framing f) {
     return f.markers ? kMarkedFpduIovOverhead : 2;
   }
-  // Some byte still to send is read from `memory`.
-  bool reads_from(ConstByteSpan memory) const;
+  // Some pending payload byte is read from the revoked region: bytes in its memory, queued from
+  // that region or from one not known (add_fpdu's `region`).
+  bool reads_from(const RevokedRegion& revoked) const;
 
   // Appends one FPDU: `header` (the DDP header), then `payload` pieces, pad and the CRC trailer
   // (computed when framing.crc), with markers where they fall when framing.markers. The caller
-  // checked can_add_fpdu(payload.size(), framing).
+  // checked can_add_fpdu(payload.size(), framing). `region`: what the payload was resolved
+  // through (MessageSegmenter::Message::region), null if not known.
   void add_fpdu(const wire::DdpHeader& header, std::span<const iovec> payload,
-                std::size_t payload_length, Framing framing);
+                std::size_t payload_length, Framing framing, const void* region = nullptr);
   // Records that the message `cookie` ends with the last FPDU added.
   void mark_message_end(std::uint64_t cookie);
 
@@ -88,6 +91,8 @@ class TxBatch {
   void reset_if_drained();
   // add_fpdu with markers: header, payload and pad in order, a marker before every byte that
   // falls on a marker's place, one before the CRC if the pad ends there.
+  void add_fpdu_iovecs(const wire::DdpHeader& header, std::span<const iovec> payload,
+                       std::size_t payload_length, Framing framing);
   void add_fpdu_with_markers(const iovec& header, std::span<const iovec> payload, std::size_t pad,
                              bool with_crc);
   // The stream's place between markers at `offset` bytes into the batch.
@@ -96,6 +101,7 @@ class TxBatch {
   }
 
   std::array<iovec, kMaxIov> iov_{};
+  std::array<const void*, kMaxIov> iov_region_{};  // add_fpdu's `region`, for every iovec it added
   std::size_t iov_count_ = 0;
   std::size_t sent_iov_ = 0;
   std::size_t queued_bytes_ = 0;
@@ -132,12 +138,15 @@ class MessageSegmenter {
     std::span<const ConstByteSpan> gather;  // payload pieces (registered memory); total = length
     std::size_t length = 0;
     std::uint64_t cookie = 0;
+    // The region all of the payload was resolved through (a Read Response's source:
+    // ReadSource::keep), or null when not known (the bytes decide: RevokedRegion).
+    const void* region = nullptr;
   };
 
   void start(const Message& m);
   bool active() const { return active_; }
-  // Some payload byte not yet segmented is read from `memory`.
-  bool reads_from(ConstByteSpan memory) const;
+  // Some payload byte not yet segmented is read from the revoked region.
+  bool reads_from(const RevokedRegion& revoked) const;
   // Adds FPDUs to `batch` until the message is fully queued (returns true) or the batch is full.
   bool fill(TxBatch& batch, std::size_t max_ulpdu, Framing framing);
 

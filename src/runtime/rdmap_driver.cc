@@ -13,11 +13,12 @@ void RdmapDriver::queue_nudge(verbs::QueuePair& qp) {
   if (qp.tx_gate_locked().requests) engine_.queue_nudge();
 }
 
-void RdmapDriver::revoke(verbs::QueuePair& qp, ConstByteSpan memory, bool in_use_elsewhere) {
+void RdmapDriver::revoke(verbs::QueuePair& qp, const proto::RevokedRegion& revoked,
+                         bool in_use_elsewhere) {
   collect(qp);
   // A QP that failed or was reset has had the engine's work abandoned; it places nothing more.
   if (!qp.receiving_locked()) return;
-  engine_.revoke(memory, in_use_elsewhere);
+  engine_.revoke(revoked, in_use_elsewhere);
   collect(qp);
 }
 

@@ -91,10 +91,10 @@ class RdmapDriver {
   // Linux siw responder that missed the first FPDUs of a connection (docs/interop.md).
   void queue_nudge(verbs::QueuePair& qp) REQUIRES(qp.mutex());
 
-  // The application revokes `memory` (runtime::Stream::revoke, under the QP lock): if the engine,
+  // The application revokes a region (runtime::Stream::revoke, under the QP lock): if the engine,
   // or the caller (`in_use_elsewhere`: its queued bytes, the QP's resolved memory), is using it,
   // the engine fails the connection with a Terminate (RdmapEngine::revoke) and abandons its work.
-  void revoke(verbs::QueuePair& qp, ConstByteSpan memory, bool in_use_elsewhere)
+  void revoke(verbs::QueuePair& qp, const proto::RevokedRegion& revoked, bool in_use_elsewhere)
       REQUIRES(qp.mutex());
 
   // What the QP asked of the transmit side since the last take (the engine has acted on it).

@@ -69,9 +69,9 @@ void Stream::pump_tx_locked(verbs::QueuePair& qp) {
   if (rdmap_->take_wait_abandoned()) end_wait_soon();  // the QP failed: receive and drop
 }
 
-void Stream::revoke(verbs::QueuePair& qp, ConstByteSpan memory, bool qp_in_use) {
+void Stream::revoke(verbs::QueuePair& qp, const proto::RevokedRegion& revoked, bool qp_in_use) {
   if (!rdmap_) return;  // not started: nothing was accessed
-  rdmap_->revoke(qp, memory, qp_in_use || tx_.reads_from(memory));
+  rdmap_->revoke(qp, revoked, qp_in_use || tx_.reads_from(revoked));
   // The QP's abandon trims the batch (the rest of an FPDU partly sent is copied now, while the
   // memory is still the application's); then the Terminate goes out.
   pump_tx_locked(qp);

@@ -55,7 +55,7 @@ class Stream final : public io::IoHandler,
 
   // verbs::QpLink (QP lock held): transmits and collects what the QP asks.
   void doorbell(verbs::QueuePair& qp) override REQUIRES(qp.mutex()) { pump_tx_locked(qp); }
-  void revoke(verbs::QueuePair& qp, ConstByteSpan memory, bool qp_in_use) override
+  void revoke(verbs::QueuePair& qp, const proto::RevokedRegion& revoked, bool qp_in_use) override
       REQUIRES(qp.mutex());
   void receive_posted(verbs::QueuePair& qp) override REQUIRES(qp.mutex());
 

@@ -44,7 +44,7 @@ class Transmitter {
   // The socket has send space (io::IoHandler::on_writable): sends what is queued.
   Outcome on_writable(verbs::QueuePair& qp, RdmapDriver& rdmap) REQUIRES(qp.mutex());
   // Some byte still to send is read from `memory` (a revocation must fail the connection).
-  bool reads_from(ConstByteSpan memory) const { return batch_.reads_from(memory); }
+  bool reads_from(const proto::RevokedRegion& revoked) const { return batch_.reads_from(revoked); }
   // No more sends (the stream is being torn down).
   void stop() { stopped_ = true; }
 

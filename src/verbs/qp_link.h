@@ -36,10 +36,10 @@ class QpLink {
   virtual ~QpLink() = default;
   // The stream transmits and collects the QP's requests.
   virtual void doorbell(QueuePair& qp) = 0;
-  // The application revokes `memory`: on return the stream holds no reference into it and
+  // The application revokes a region: on return the stream holds no reference into it and
   // touches it no more; if its engine or its queued bytes were using it, or `qp_in_use` (the
   // QP's own resolved memory is), the connection fails with a Terminate (RdmapEngine::revoke).
-  virtual void revoke(QueuePair& qp, ConstByteSpan memory, bool qp_in_use) = 0;
+  virtual void revoke(QueuePair& qp, const proto::RevokedRegion& revoked, bool qp_in_use) = 0;
   // Reception waits for a receive (verbs/receive_wait.h), and the application posted one: the
   // stream resumes reception (on its own thread: it must not block here).
   virtual void receive_posted(QueuePair& qp) = 0;

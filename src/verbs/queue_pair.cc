@@ -30,12 +30,13 @@ QueuePair::~QueuePair() {
   if (config_.pd != nullptr) config_.pd->users.fetch_sub(1);
 }
 
-void QueuePair::revoke(ConstByteSpan memory) {
+void QueuePair::revoke(const proto::RevokedRegion& revoked) {
+  const ConstByteSpan memory = revoked.memory;
   MutexLock lock(mu_);
   // The receive being placed and the requests in flight hold resolved memory of their own
   // (a Send's later segments, a Read's sink); the stream checks its engine and its batch.
   const bool in_use = receive_.places_into(memory) || sq_.uses(memory);
-  if (QpLink* link = binding_.link()) link->revoke(*this, memory, in_use);
+  if (QpLink* link = binding_.link()) link->revoke(*this, revoked, in_use);
 }
 
 std::vector<Sweep> QueuePair::take_sweeps() {

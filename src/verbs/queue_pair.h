@@ -79,9 +79,9 @@ class QueuePair final {
     MutexLock lock(mu_);
     receive_wait_.set_limit(limit);
   }
-  // The application deregisters the region `memory` (verbs/revocation.h): once this returns, no
-  // access of this QP reaches it; one in progress fails the QP with a Terminate.
-  void revoke(ConstByteSpan memory);
+  // The application deregisters a region, or a binding was invalidated (verbs/revocation.h): once
+  // this returns, no access of this QP reaches it; one in progress fails the QP with a Terminate.
+  void revoke(const proto::RevokedRegion& revoked);
   // The bindings this QP's local operations took away since the last call (TxRequests::sweep);
   // and, once every access through them is cut off, the completion of those requests.
   std::vector<Sweep> take_sweeps();

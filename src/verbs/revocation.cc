@@ -11,9 +11,9 @@ namespace uwarp::verbs {
 namespace {
 
 void revoke_memory(const std::vector<QueuePair*>& qps, const MemoryRegion& mr) {
-  const ConstByteSpan memory(mr.addr, mr.length);
+  const proto::RevokedRegion revoked{ConstByteSpan(mr.addr, mr.length), &mr};
   for (QueuePair* qp : qps) {
-    if (qp->config().pd == mr.pd) qp->revoke(memory);
+    if (qp->config().pd == mr.pd) qp->revoke(revoked);
   }
 }
 

@@ -278,6 +278,38 @@ TEST_P(RevocationTest, ReadResponseThroughAWindowHeldByAZeroWindow) {
   EXPECT_LT(received, kBeyondBuffers) << "the whole response went out";
 }
 
+// The same memory is registered twice, and the peer's Read goes through the first region. The
+// application deregisters the second one (libfabric's registration cache does this when it
+// merges regions): the memory is still registered through the first, so the Read Response goes
+// on, whole and unchanged, and the QP stays in RTS.
+TEST_P(RevocationTest, ReadResponseGoesOnWhenAnotherRegionOfItsMemoryIsDeregistered) {
+  Mapping region(kBeyondBuffers);
+  ASSERT_NE(region.data(), nullptr);
+  for (std::size_t i = 0; i < region.size(); ++i)
+    region.data()[i] = static_cast<std::uint8_t>(i * 7);
+  auto other = pd_->reg_mr(region.data(), region.size(), access::kRemoteRead);
+  ASSERT_TRUE(other);
+  ASSERT_NO_FATAL_FAILURE(read_behind_shut_window(region));
+  ASSERT_TRUE(other->deregister());
+  std::size_t received = 0;
+  bool last = false;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  while (!last) {
+    ReadStatus status{};
+    auto f = raw_.read_fpdu_until(deadline, &status);
+    ASSERT_TRUE(f) << "after " << received << " bytes: " << to_string(status);
+    ASSERT_FALSE(f->is_terminate()) << "a Terminate after " << received << " bytes";
+    ASSERT_TRUE(f->header && f->header->tagged);
+    ASSERT_LE(received + f->payload.size(), region.size());
+    ASSERT_EQ(std::memcmp(f->payload.data(), region.data() + received, f->payload.size()), 0)
+        << "at offset " << received;
+    received += f->payload.size();
+    last = f->header->last;
+  }
+  EXPECT_EQ(received, region.size());
+  EXPECT_EQ(qp_->state(), QpState::kRts);
+}
+
 // An Atomic Request waits for its turn behind a Read Response the peer does not read (responses
 // go in order, and an atomic is carried out only once the responses before it have left). The
 // application deregisters the word's region meanwhile: the QP fails with the Terminate for an

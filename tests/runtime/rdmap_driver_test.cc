@@ -20,10 +20,10 @@ namespace {
 class CountingLink final : public verbs::QpLink {
  public:
   void doorbell(verbs::QueuePair&) override { ++doorbells; }
-  void revoke(verbs::QueuePair& qp, ConstByteSpan memory, bool qp_in_use) override
+  void revoke(verbs::QueuePair& qp, const proto::RevokedRegion& revoked, bool qp_in_use) override
       REQUIRES(qp.mutex()) {
     ++revokes;
-    if (rdmap != nullptr) rdmap->revoke(qp, memory, qp_in_use);
+    if (rdmap != nullptr) rdmap->revoke(qp, revoked, qp_in_use);
   }
   void receive_posted(verbs::QueuePair&) override { ++receives_posted; }
   RdmapDriver* rdmap = nullptr;

@@ -51,9 +51,11 @@ class FakeLink final : public QpLink {
   void doorbell(QueuePair&) override { ++doorbells; }
   void receive_posted(QueuePair&) override { ++receives_posted; }
   // As runtime::Stream::revoke.
-  void revoke(QueuePair& q, ConstByteSpan memory, bool qp_in_use) override
+  void revoke(QueuePair& q, const proto::RevokedRegion& revoked, bool qp_in_use) override
       REQUIRES(q.mutex()) {
-    if (rdmap != nullptr) rdmap->revoke(q, memory, qp_in_use || batch->reads_from(memory));
+    if (rdmap != nullptr) {
+      rdmap->revoke(q, revoked, qp_in_use || batch->reads_from(revoked));
+    }
   }
   // As runtime::Stream's transmitter after each of its calls: takes what the QP asks; after an
   // error nothing more is read from the flushed requests' memory.

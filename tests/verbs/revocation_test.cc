@@ -54,7 +54,9 @@ TEST_F(RevocationTest, AForcedDeregistrationInvalidatesTheWindowsFirst) {
 class RecordingLink final : public QpLink {
  public:
   void doorbell(QueuePair&) override {}
-  void revoke(QueuePair&, ConstByteSpan memory, bool) override { revoked.push_back(memory); }
+  void revoke(QueuePair&, const proto::RevokedRegion& r, bool) override {
+    revoked.push_back(r.memory);
+  }
   void receive_posted(QueuePair&) override {}
   std::vector<ConstByteSpan> revoked;
 };
