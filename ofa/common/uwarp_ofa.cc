@@ -2,6 +2,7 @@
 // libibverbs.so.1 to reach the core objects and to bind connections to QPs.
 #include "common/uwarp_ofa.h"
 
+#include <algorithm>
 #include <mutex>
 
 #include "api/impl.h"
@@ -59,11 +60,23 @@ void set_rnr_retry(ibv_qp* qp, std::uint8_t rnr_retry) noexcept {
   q.core.set_receive_wait(receive_wait_for(rnr_retry, q.attr.min_rnr_timer));
 }
 
-std::function<bool()> completions_polled_test(ibv_qp* qp) noexcept {
-  if (qp == nullptr) return {};
+std::function<bool()> completions_polled_test(ibv_context* context, ibv_qp* qp) noexcept {
+  OfaContext* c = OfaContext::from(context);
+  if (c == nullptr || qp == nullptr) return {};
   try {
-    std::shared_ptr<detail::CqImpl> send = detail::Access::impl(*OfaCq::from(qp->send_cq)->core);
-    std::shared_ptr<detail::CqImpl> recv = detail::Access::impl(*OfaCq::from(qp->recv_cq)->core);
+    std::shared_ptr<detail::CqImpl> send;
+    std::shared_ptr<detail::CqImpl> recv;
+    {
+      // ibv_destroy_qp takes the QP out of qps under this lock before it frees anything, and
+      // its CQs cannot go while it exists.
+      MutexLock lock(c->objects_mu);
+      const OfaQp* q = OfaQp::from(qp);
+      const bool live = std::any_of(c->qps.begin(), c->qps.end(),
+                                    [q](const auto& entry) { return entry.second == q; });
+      if (!live) return {};
+      send = detail::Access::impl(*OfaCq::from(qp->send_cq)->core);
+      recv = detail::Access::impl(*OfaCq::from(qp->recv_cq)->core);
+    }
     const std::uint64_t send_mark = send->cq.pushed_total();
     const std::uint64_t recv_mark = recv->cq.pushed_total();
     return [send = std::move(send), recv = std::move(recv), send_mark, recv_mark] {

@@ -72,10 +72,13 @@ UWARP_OFA_BRIDGE void set_rnr_retry(ibv_qp* qp, std::uint8_t rnr_retry) noexcept
 
 // A test that is true once the application has polled (or destroyed) every completion that
 // `qp`'s send and receive CQs held when this was called: rdma_cm reports a peer's disconnection
-// only after the completions that preceded it (cma.cc). The test keeps the CQs' state alive,
-// not the QP; it may be called from any thread, after the QP and CQs were destroyed too. An
-// empty function for a null `qp` (or when out of memory): nothing to wait for.
-UWARP_OFA_BRIDGE std::function<bool()> completions_polled_test(ibv_qp* qp) noexcept;
+// only after the completions that preceded it (cma.cc). `qp` may be a QP of `context` that the
+// application is destroying, or has destroyed, on another thread: it is looked up among the
+// context's live QPs, never dereferenced otherwise. The test keeps the CQs' state alive, not
+// the QP; it may be called from any thread, after the QP and CQs were destroyed too. An empty
+// function when `qp` is not a live QP of `context` (or when out of memory): nothing to wait for.
+UWARP_OFA_BRIDGE std::function<bool()> completions_polled_test(ibv_context* context,
+                                                               ibv_qp* qp) noexcept;
 
 // True once connect_qp or accept_qp bound a connection to `qp`.
 UWARP_OFA_BRIDGE bool qp_has_connection(ibv_qp* qp) noexcept;

@@ -122,6 +122,15 @@ Channel* new_channel() {
 
 void delete_channel(Channel* c) {
   if (c == nullptr) return;
+  {
+    // Ids still on the channel (an application should destroy them first; one that exits with
+    // a connection it never took over from CONNECT_REQUEST does not) get their later events
+    // dropped, as the kernel drops them once the channel's fd is closed.
+    uwarp::MutexLock lock(cma_mu);
+    for (IdState* s : cma().ids) {
+      if (s->self->id.channel == &c->ch) s->channel_gone = true;
+    }
+  }
   delete c->s;
   delete c;
 }
@@ -139,6 +148,10 @@ Event* new_event(IdState* owner, rdma_cm_event_type type, int status) {
 }
 
 void queue_event_locked(Event* e) {
+  if (e->owner->channel_gone) {
+    delete e;  // never a CONNECT_REQUEST (on_connect_request rejects those first)
+    return;
+  }
   Channel::from(e->owner->self->id.channel)->s->push(e);
 }
 
@@ -257,7 +270,7 @@ void set_endpoint(sockaddr_storage* dst, const std::string& text) {
 void on_connect_request(CmEvent& e) REQUIRES(cma_mu) {
   Cma& g = cma();
   IdState* l = find_listener_locked(e.listener);
-  if (l == nullptr || l->phase != IdPhase::kListening) {
+  if (l == nullptr || l->phase != IdPhase::kListening || l->channel_gone) {
     [[maybe_unused]] Status s = e.connection.reject();
     return;
   }
@@ -402,7 +415,7 @@ std::function<bool()> preceding_completions(const CmEvent& e) {
   uwarp::MutexLock lock(cma_mu);
   IdState* s = find_connection_locked(e.connection);
   if (s == nullptr || s->self->id.qp == nullptr) return {};
-  std::function<bool()> polled = ofa::completions_polled_test(s->self->id.qp);
+  std::function<bool()> polled = ofa::completions_polled_test(s->self->id.verbs, s->self->id.qp);
   if (polled && polled()) return {};
   return polled;
 }

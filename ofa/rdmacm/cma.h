@@ -127,6 +127,7 @@ struct IdState {
   Connection conn;
   bool registered GUARDED_BY(cma_mu) = false;           // in Cma::ids (events are routed to it)
   bool disconnected_queued GUARDED_BY(cma_mu) = false;  // a DISCONNECTED event was queued
+  bool channel_gone GUARDED_BY(cma_mu) = false;  // its channel was destroyed: events are dropped
   // rdma_cm keeps a connection's events apart from its QP, uwarp's core ties the connection to
   // the QP: destroying the QP aborts the connection without a DISCONNECTED event. These two
   // flags let the library report the DISCONNECTED that rdma_cm would (see rdma_destroy_qp).

@@ -209,7 +209,9 @@ int rdma_destroy_id(rdma_cm_id* id) {
       uwarp::MutexLock lock(cma_mu);
       unregister_locked(s);
       phase = s->phase;
-      removed = Channel::from(id->channel)->s->remove_if([s](Event* e) { return e->owner == s; });
+      if (!s->channel_gone) {
+        removed = Channel::from(id->channel)->s->remove_if([s](Event* e) { return e->owner == s; });
+      }
     }
     for (Event* e : removed) {
       if (e->child != nullptr) discard_child(e->child);
@@ -253,8 +255,11 @@ int rdma_migrate_id(rdma_cm_id* id, rdma_event_channel* channel) {
     }
     {
       uwarp::MutexLock lock(cma_mu);
-      for (Event* e : from->s->remove_if([s](Event* e) { return e->owner == s; })) to->s->push(e);
+      if (!s->channel_gone) {
+        for (Event* e : from->s->remove_if([s](Event* e) { return e->owner == s; })) to->s->push(e);
+      }
       id->channel = &to->ch;
+      s->channel_gone = false;
       s->sync = channel == nullptr;
     }
     { s->wait_all_acked(); }

@@ -168,7 +168,10 @@ void rdma_destroy_qp(rdma_cm_id* id) {
         if (s->disconnect_requested) queue_disconnected_locked(s);
       }
     }
-    id->qp = nullptr;
+    {
+      uwarp::MutexLock lock(cma_mu);  // the dispatcher reads id->qp (preceding_completions)
+      id->qp = nullptr;
+    }
     destroy_cqs(id);
   });
 }

@@ -17,7 +17,8 @@
  *     with IBV_WR_BIND_MW, the peer's RDMA Write and Read through them, IBV_WR_LOCAL_INV,
  *     ibv_dereg_mr EBUSY while bound, the completion opcodes, IBV_WC_MW_BIND_ERR for a bad bind;
  *   - a peer's DISCONNECTED comes after the completions that preceded it were polled, and
- *     within a bound when they are not.
+ *     within a bound when they are not;
+ *   - a channel destroyed before its ids: their events are dropped, requests refused.
  * Over 127.0.0.1 and ::1. Exit status 0 if every check passed; each failure prints the file
  * line and the expression. */
 #define _GNU_SOURCE
@@ -792,6 +793,36 @@ static void test_disconnect_after_completions(const char* host, int poll_first) 
   ibv_dereg_mr(mr);
 }
 
+/* The application destroys the event channel of a connected id and of a listener before the ids
+ * (rdma-core allows it: the channel's fd is closed, later events are lost). The peer's
+ * disconnection and a new connection request then find no channel: the disconnection is
+ * dropped, the request refused, and nothing else is harmed. */
+static void test_channel_destroyed_first(const char* host) {
+  fprintf(stderr, "rdmacm_test: a channel destroyed before its ids over %s\n", host);
+  struct conn k;
+  CHECK(open_conn(host, &k) == 0);
+  if (k.s == NULL) {
+    close_conn(&k);
+    return;
+  }
+  rdma_destroy_event_channel(k.sch);
+  k.sch = NULL;
+  CHECK(rdma_disconnect(k.c) == 0);
+  struct rdma_cm_event* e = EXPECT_EVENT(k.cch, RDMA_CM_EVENT_DISCONNECTED);
+  if (e != NULL) rdma_ack_cm_event(e);
+  usleep(400 * 1000); /* longer than a held DISCONNECTED waits */
+  struct rdma_cm_id* c2 = resolved_id(k.cch, host, ntohs(rdma_get_src_port(k.listen_id)));
+  struct ibv_qp_init_attr a = qp_attr();
+  CHECK(c2 != NULL && rdma_create_qp(c2, NULL, &a) == 0 && rdma_connect(c2, NULL) == 0);
+  e = EXPECT_EVENT(k.cch, RDMA_CM_EVENT_REJECTED);
+  if (e != NULL) rdma_ack_cm_event(e);
+  if (c2 != NULL) {
+    rdma_destroy_qp(c2);
+    rdma_destroy_id(c2);
+  }
+  close_conn(&k);
+}
+
 int main(void) {
   test_basics();
   test_connection("127.0.0.1");
@@ -805,6 +836,7 @@ int main(void) {
   test_bound_source("::1");
   test_disconnect_after_completions("127.0.0.1", 1);
   test_disconnect_after_completions("127.0.0.1", 0);
+  test_channel_destroyed_first("127.0.0.1");
   printf("rdmacm_test: %d checks, %d failed\n", checks, failures);
   return failures == 0 ? 0 : 1;
 }
