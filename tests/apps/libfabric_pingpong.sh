@@ -38,13 +38,7 @@ pingpong() {
   rc_c=$?
   # The server ends on its own after its client (given 20 s); one whose client failed may wait
   # for ever, so it gets 1 s and is then stopped.
-  local i limit=$([ $rc_c -eq 0 ] && echo 200 || echo 10)
-  for ((i = 0; i < limit; i++)); do
-    kill -0 "$srv" 2>/dev/null || break
-    sleep 0.1
-  done
-  kill "$srv" 2>/dev/null
-  wait "$srv"
+  end_server "$srv" "$([ $rc_c -eq 0 ] && echo 20 || echo 1)"
   rc_s=$?
   if [ $rc_c -ne 0 ] || [ $rc_s -ne 0 ]; then
     echo "FAIL: $name: client exit $rc_c, server exit $rc_s"

@@ -197,13 +197,8 @@ client() {
 # finish_server CASE SECONDS: waits up to SECONDS for the server to end (stops it then); its exit
 # status goes to CASE.server.rc.
 finish_server() {
-  local c=$1 i rc
-  for ((i = 0; i < $2 * 10; i++)); do
-    kill -0 "$server_pid" 2>/dev/null || break
-    sleep 0.1
-  done
-  kill "$server_pid" 2>/dev/null
-  wait "$server_pid"
+  local c=$1 rc
+  end_server "$server_pid" "$2"
   rc=$?
   echo $rc >"$work/$c.server.rc"
   local p rest=()

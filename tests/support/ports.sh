@@ -12,6 +12,18 @@ free_port() {
   return 1
 }
 
+# end_server PID SECONDS: waits up to SECONDS for the server PID (a child of this shell) to end
+# on its own, stops it then; returns its exit status (143 when it had to be stopped).
+end_server() {
+  local i
+  for ((i = 0; i < $2 * 10; i++)); do
+    kill -0 "$1" 2>/dev/null || break
+    sleep 0.1
+  done
+  kill "$1" 2>/dev/null
+  wait "$1"
+}
+
 # wait_listen PORT: waits (up to 10 s) until a TCP socket listens on PORT, in network
 # namespace $NS if that is set.
 wait_listen() {
