@@ -21,13 +21,23 @@ std::optional<wire::TerminateCode> InboundReceive::begin() {
   }
   if (!taken) return term::kDdpUntaggedNoBuffer;
   active_ = true;
-  if (!protection_.resolve_local(entry_.sges, access::kLocalWrite, spans_, mrs_)) {
-    reporter_.recv_failed(entry_.wr_id, WcStatus::kLocalProtectionError);
-    end();
-    return term::kRdmapCatastrophicStream;
+  for (const Sge& s : entry_.sges) capacity_ += s.length;
+  return std::nullopt;
+}
+
+std::optional<wire::TerminateCode> InboundReceive::resolve_through(std::size_t until) {
+  while (resolved_ < until && next_sge_ < entry_.sges.size()) {
+    const Sge& s = entry_.sges[next_sge_++];
+    if (s.length == 0) continue;
+    if (!protection_.resolve_local(std::span<const Sge>(&s, 1), access::kLocalWrite, spans_,
+                                   mrs_)) {
+      reporter_.recv_failed(entry_.wr_id, WcStatus::kLocalProtectionError);
+      end();
+      return term::kRdmapCatastrophicStream;
+    }
+    resolved_ += s.length;
+    on_demand_ = on_demand_ || mrs_.back()->on_demand();
   }
-  for (const ByteSpan& s : spans_) capacity_ += s.size();
-  on_demand_ = std::any_of(mrs_.begin(), mrs_.end(), [](const MemoryRegionRef& m) { return m->on_demand(); });
   return std::nullopt;
 }
 

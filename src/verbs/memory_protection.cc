@@ -15,7 +15,7 @@ MemoryProtection::MemoryProtection(StagTable& stags, const ProtectionDomain* pd,
   scatter_.reserve(16);
 }
 
-bool MemoryProtection::resolve_local(const std::vector<Sge>& sges, std::uint32_t needed,
+bool MemoryProtection::resolve_local(std::span<const Sge> sges, std::uint32_t needed,
                                      std::vector<ByteSpan>& spans,
                                      std::vector<MemoryRegionRef>& keep) {
   for (const Sge& s : sges) {

@@ -14,6 +14,7 @@
 #include <atomic>
 #include <cstdint>
 #include <optional>
+#include <span>
 #include <vector>
 
 #include "base/bytes.h"
@@ -46,8 +47,8 @@ class MemoryProtection {
 
   // The local memory of `sges` (zero-length ones left out) appended to `spans`, each region to
   // `keep`; false if an SGE names no region of this PD that allows `needed` over its range.
-  bool resolve_local(const std::vector<Sge>& sges, std::uint32_t needed,
-                     std::vector<ByteSpan>& spans, std::vector<MemoryRegionRef>& keep);
+  bool resolve_local(std::span<const Sge> sges, std::uint32_t needed, std::vector<ByteSpan>& spans,
+                     std::vector<MemoryRegionRef>& keep);
   // An inbound Write's segment: [to, to + length) of `stag`, checked for remote write.
   proto::ScatterResult resolve_write(wire::Stag stag, wire::TaggedOffset to, std::size_t length) {
     // The segments of one Write all name its STag.

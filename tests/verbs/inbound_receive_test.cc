@@ -136,15 +136,38 @@ TEST_F(InboundReceiveTest, AMessageLongerThanTheReceiveFailsItWithALengthError) 
       << "the failed receive is no longer active";
 }
 
+// The second SGE names memory the receive may not write: the first segment fills only the first
+// SGE and is placed; the next one reaches the second and fails the receive.
 TEST_F(InboundReceiveTest, AReceiveIntoMemoryItMayNotWriteFailsWithALocalProtectionError) {
   Buffer read_only = testing::register_buffer(device_.stags(), &pd_, 64, 0);
   post(rq_, 1, {buf_.sge(0, 8), read_only.sge(0, 8)});
-  EXPECT_EQ(refusal(receive_.place(MessageOffset{0}, 4, true)), term::kRdmapCatastrophicStream);
+  ASSERT_TRUE(receive_.place(MessageOffset{0}, 8, true));
+  EXPECT_EQ(refusal(receive_.place(MessageOffset{8}, 4, false)), term::kRdmapCatastrophicStream);
   const auto wcs = poll_all(cq_);
   ASSERT_EQ(wcs.size(), 1u);
   EXPECT_EQ(wcs[0].wr_id, 1u);
   EXPECT_EQ(wcs[0].status, WcStatus::kLocalProtectionError);
-  EXPECT_EQ(refusal(receive_.place(MessageOffset{4}, 4, false)), term::kDdpUntaggedNoBuffer);
+  EXPECT_EQ(refusal(receive_.place(MessageOffset{12}, 4, false)), term::kDdpUntaggedNoBuffer);
+}
+
+// SGEs no byte of the message reaches are not checked, as an RNIC does not check memory it does
+// not place into: a 4-byte Send completes a receive whose second SGE is read-only, and a
+// zero-length Send one whose only SGE names no region (fabtests' fi_shared_ctx posts such).
+TEST_F(InboundReceiveTest, SgesTheMessageDoesNotReachAreNotChecked) {
+  Buffer read_only = testing::register_buffer(device_.stags(), &pd_, 64, 0);
+  post(rq_, 1, {buf_.sge(0, 8), read_only.sge(0, 8)});
+  ASSERT_TRUE(receive_.place(MessageOffset{0}, 4, true));
+  EXPECT_EQ(receive_.complete(send(4, RdmapOpcode::kSend)), std::nullopt);
+  post(rq_, 2, {Sge{0, 64, 0}});
+  ASSERT_TRUE(receive_.place(MessageOffset{0}, 0, true));
+  EXPECT_EQ(receive_.complete(send(0, RdmapOpcode::kSend)), std::nullopt);
+  const auto wcs = poll_all(cq_);
+  ASSERT_EQ(wcs.size(), 2u);
+  EXPECT_EQ(wcs[0].status, WcStatus::kSuccess);
+  EXPECT_EQ(wcs[0].byte_len, 4u);
+  EXPECT_EQ(wcs[1].wr_id, 2u);
+  EXPECT_EQ(wcs[1].status, WcStatus::kSuccess);
+  EXPECT_EQ(wcs[1].byte_len, 0u);
 }
 
 TEST_F(InboundReceiveTest, ASendWithInvalidateInvalidatesAFastRegionOfThisPd) {

@@ -128,12 +128,14 @@ TEST_F(MemoryProtectionTest, LocalSgesResolveInOrderAndEveryOneIsChecked) {
   spans.clear();
   EXPECT_FALSE(protection_.resolve_local(sges, access::kLocalWrite, spans, keep))
       << "the second region has no local write";
-  EXPECT_FALSE(protection_.resolve_local({theirs_.sge(0, 8)}, 0, spans, keep)) << "another PD";
-  EXPECT_FALSE(protection_.resolve_local({mine_.sge(250, 8)}, 0, spans, keep)) << "past the end";
+  EXPECT_FALSE(protection_.resolve_local(std::vector<Sge>{theirs_.sge(0, 8)}, 0, spans, keep))
+      << "another PD";
+  EXPECT_FALSE(protection_.resolve_local(std::vector<Sge>{mine_.sge(250, 8)}, 0, spans, keep))
+      << "past the end";
   const Sge unknown{mine_.addr(), 8, unknown_stag()};
-  EXPECT_FALSE(protection_.resolve_local({unknown}, 0, spans, keep));
+  EXPECT_FALSE(protection_.resolve_local(std::span<const Sge>(&unknown, 1), 0, spans, keep));
   mine_.mr->valid.store(false);
-  EXPECT_FALSE(protection_.resolve_local({mine_.sge(0, 8)}, 0, spans, keep))
+  EXPECT_FALSE(protection_.resolve_local(std::vector<Sge>{mine_.sge(0, 8)}, 0, spans, keep))
       << "the region found last is looked up again once invalid";
 }
 
