@@ -155,10 +155,18 @@ if command -v qperf >/dev/null; then
     for t in rc_fetch_add_mr rc_compare_swap_mr; do
       checks=$((checks + 1))
       # qperf 0.4.11's server may tell the port of its rdma_cm listener before it listens:
-      # one more attempt (tests/ofa/programs_test.sh, group_qperf).
-      timeout 30 "$bin/uwarp-run" "${mpa[@]}" qperf -cm1 -lp "$qport" -t 1 127.0.0.1 "$t" >"$work/$name-$t.client" 2>&1 ||
-        timeout 30 "$bin/uwarp-run" "${mpa[@]}" qperf -cm1 -lp "$qport" -t 1 127.0.0.1 "$t" >"$work/$name-$t.client" 2>&1 ||
-        { fail "$name: qperf $t failed"; cat "$work/$name-$t.client" >&2; }
+      # up to three attempts, half a second apart (tests/ofa/programs_test.sh, group_qperf).
+      ok=0
+      for attempt in 1 2 3; do
+        if timeout 30 "$bin/uwarp-run" "${mpa[@]}" qperf -cm1 -lp "$qport" -t 1 127.0.0.1 "$t" \
+             >"$work/$name-$t.client" 2>&1; then
+          ok=1
+          break
+        fi
+        echo "tshark_check: $name: qperf $t attempt $attempt failed, retrying" >&2
+        sleep 0.5
+      done
+      [ "$ok" = 1 ] || { fail "$name: qperf $t failed"; cat "$work/$name-$t.client" >&2; }
     done
     kill "$server" 2>/dev/null || true
     wait "$server" 2>/dev/null || true
