@@ -1,7 +1,5 @@
 #include "verbs/inbound_receive.h"
 
-#include <algorithm>
-
 #include "wire/rdmap_ext.h"
 
 namespace uwarp::verbs {

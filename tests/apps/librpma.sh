@@ -173,13 +173,7 @@ start_server() {
     >"$work/$c.server.out" 2>"$work/$c.server.err" &
   server_pid=$!
   pids+=("$server_pid")
-  # As wait_listen (tests/support/ports.sh), up to 10 s, but done when the server has ended.
-  local i
-  for ((i = 0; i < 200; i++)); do
-    [ -n "$(ss -Hltn "sport = :$port" 2>/dev/null)" ] && return 0
-    kill -0 "$server_pid" 2>/dev/null || break
-    sleep 0.05
-  done
+  wait_listen "$port" "$server_pid" && return 0
   echo "the server does not listen on port $port" >>"$work/$c.problems"
   finish_server "$c" 1
   return 1

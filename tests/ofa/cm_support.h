@@ -1,6 +1,6 @@
 /* What the C tests of uwarp's libibverbs and librdmacm over rdma_cm connections share: waiting
  * for rdma_cm events and completions within a bound, and one loopback connection with both ends
- * in the calling process (the checks: check.h). */
+ * in the calling process (the checks: check.h; clock, fd and QP-state waits: wait_support.h). */
 #pragma once
 
 #include <arpa/inet.h>
@@ -15,11 +15,7 @@
 #include <unistd.h>
 
 #include "check.h"
-
-static inline int readable(int fd, int timeout_ms) {
-  struct pollfd p = {.fd = fd, .events = POLLIN};
-  return poll(&p, 1, timeout_ms) == 1 && (p.revents & POLLIN);
-}
+#include "wait_support.h"
 
 /* The next event of `ch` within 5 s, or NULL. */
 static inline struct rdma_cm_event* next_event(struct rdma_event_channel* ch) {

@@ -109,14 +109,10 @@ client() {
 # that will not come (perftest's connect race) until its timeout.
 finish_server() {
   if [ "$1" -ne 0 ]; then
-    local i
-    for i in $(seq 1 50); do
-      kill -0 "$server_pid" 2>/dev/null || break
-      sleep 0.1
-    done
-    kill "$server_pid" 2>/dev/null
+    end_server "$server_pid" 5
+  else
+    wait "$server_pid"
   fi
-  wait "$server_pid"
 }
 
 # expect FILE REGEX...: every extended regex must match a line of FILE.

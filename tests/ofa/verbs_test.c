@@ -36,17 +36,7 @@ int ibv_query_gid_type(struct ibv_context* context, uint8_t port_num, unsigned i
                        int* type);
 
 #include "check.h"
-
-static double now_ms(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
-}
-
-static int readable(int fd, int timeout_ms) {
-  struct pollfd p = {.fd = fd, .events = POLLIN};
-  return poll(&p, 1, timeout_ms) == 1 && (p.revents & POLLIN);
-}
+#include "wait_support.h"
 
 static void set_nonblocking(int fd, int on) {
   int flags = fcntl(fd, F_GETFL);
@@ -82,13 +72,6 @@ static int to_init(struct ibv_qp* qp) {
                           .qp_access_flags = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ};
   return ibv_modify_qp(qp, &a,
                        IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS);
-}
-
-static enum ibv_qp_state query_state(struct ibv_qp* qp) {
-  struct ibv_qp_attr a;
-  struct ibv_qp_init_attr ia;
-  if (ibv_query_qp(qp, &a, IBV_QP_STATE, &ia) != 0) return IBV_QPS_UNKNOWN;
-  return a.qp_state;
 }
 
 /* Polls until `n` completions arrived (or a second passed); returns how many. */

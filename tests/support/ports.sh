@@ -24,13 +24,14 @@ end_server() {
   wait "$1"
 }
 
-# wait_listen PORT: waits (up to 10 s) until a TCP socket listens on PORT, in network
-# namespace $NS if that is set.
+# wait_listen PORT [PID]: waits (up to 10 s) until a TCP socket listens on PORT, in network
+# namespace $NS if that is set; gives up at once when the server PID (if given) has ended.
 wait_listen() {
   local i pre=()
   [ -n "${NS:-}" ] && pre=(ip netns exec "$NS")
   for i in $(seq 1 200); do
     [ -n "$("${pre[@]}" ss -Hltn "sport = :$1" 2>/dev/null)" ] && return 0
+    [ -z "${2:-}" ] || kill -0 "$2" 2>/dev/null || return 1
     sleep 0.05
   done
   return 1
