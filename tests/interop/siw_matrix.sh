@@ -24,7 +24,7 @@
 # It is skipped, saying why, where the harness is absent; it fails if the harness cannot build.
 # SIW_MATRIX_KEEP=DIR keeps the captures, decodes and logs there; SIW_MATRIX_BUILD=1 rebuilds the
 # guest even when the cached one looks current; SIW_MATRIX_CELLS="inject provoke ..." runs only
-# those groups of cells (rping, programs, perftest, verbs_peer, provoke, inject; default: all);
+# those groups of cells (rping, programs, rsocket, perftest, verbs_peer, provoke, inject; default: all);
 # SIW_MATRIX_LANES=1 runs them in one sequence instead of two side by side (see "lanes" below);
 # UWARP_SIW_BOOT_LIMIT=S bounds a guest's boot (default 150 s; a boot takes 6-8 s under TCG).
 set -uo pipefail
@@ -44,7 +44,7 @@ peer="$bin/verbs_peer"
 inject="$bin/siw_inject"
 fpdu_crc="$root/tests/interop/fpdu_crc.py"  # checks the MPA CRC of each side's FPDUs in a capture
 fpdu_walk="$root/tests/interop/fpdu_walk.py"  # tells tshark's lost FPDU boundaries from bad FPDUs
-groups="rping programs perftest verbs_peer provoke inject"
+groups="rping programs rsocket perftest verbs_peer provoke inject"
 cells=${SIW_MATRIX_CELLS:-}
 for g in ${cells//,/ }; do
   [[ " $groups " == *" $g "* ]] || { echo "siw_matrix: SIW_MATRIX_CELLS: no group '$g' ($groups)" >&2; exit 2; }
@@ -692,6 +692,31 @@ if want programs && [ -x "$run" ] && [ -x /usr/bin/rping ]; then
   done
 elif want programs; then
   echo "siw_matrix: rping cells SKIPPED: build/bin/uwarp-run or rdmacm-utils missing"
+fi
+# --- 2b. rsockets: rdma-core's rsocket protocol (RDMA Writes and Sends) both ways ------------
+
+if want rsocket && [ -x "$run" ] && [ -x /usr/bin/rstream ]; then
+  # rstream -T v checks every byte it receives (it exits non-zero on the first wrong one); the
+  # sizes make the Writes cross the receive buffer's halves and wrap its ring (128 KiB default).
+  rs_args="-T v -T b -S 100000 -C 10"
+  active "" default "rstream -b \$GUEST_IP -p PORT $rs_args" "$run rstream -s 127.0.0.1 -p PORT $rs_args"
+  expect "$work/host.log" '^custom +97k +10 +1 ' uwarp
+  expect "$work/guest.log" '^custom +97k +10 +1 ' siw
+  finish "uwarp-run rstream -> siw rstream: rsocket protocol, 10 x 100000 B each way, data checked"
+  passive "" default "$run rstream -b 0.0.0.0 -p PORT $rs_args" "rstream -s \$HOST_IP -p PORT $rs_args"
+  expect "$work/host.log" '^custom +97k +10 +1 ' uwarp
+  expect "$work/guest.log" '^custom +97k +10 +1 ' siw
+  finish "siw rstream -> uwarp-run rstream: rsocket protocol, 10 x 100000 B each way, data checked"
+  # riostream: riomap'ed buffers written with riowrite (iomap entries and direct Writes).
+  rio_args="-T v -T b -S 65536 -C 10 -I 2"
+  active "" default "riostream -b \$GUEST_IP -p PORT $rio_args" "$run riostream -s 127.0.0.1 -p PORT $rio_args"
+  expect "$work/host.log" '^custom +64k +10 +2 ' uwarp
+  finish "uwarp-run riostream -> siw riostream: riomap and riowrite"
+  passive "" default "$run riostream -b 0.0.0.0 -p PORT $rio_args" "riostream -s \$HOST_IP -p PORT $rio_args"
+  expect "$work/guest.log" '^custom +64k +10 +2 ' siw
+  finish "siw riostream -> uwarp-run riostream: riomap and riowrite"
+elif want rsocket; then
+  echo "siw_matrix: rsocket cells SKIPPED: build/bin/uwarp-run or rdmacm-utils missing"
 fi
 if want perftest && [ -x "$run" ] && [ -x /usr/bin/ib_write_bw ]; then
   # perftest -R's client on the host connects its test QP 1.5 s later (tests/interop/
