@@ -3,7 +3,9 @@
 //   1. sends a message into a receive buffer the server posted (Send/Receive),
 //   2. writes into the server's memory without the server doing anything (RDMA Write),
 //   3. reads it back (RDMA Read).
-// Build: scripts/build normal hello_rdma; run: build/bin/hello_rdma
+// Build: scripts/build normal hello_rdma; run: build/bin/hello_rdma. Against an installed uwarp:
+// with examples/CMakeLists.txt (find_package(uwarp)), or with pkg-config:
+//   g++ -std=c++20 hello_rdma.cc $(pkg-config --cflags --libs uwarp)
 #include <cstdio>
 #include <cstring>
 #include <string>

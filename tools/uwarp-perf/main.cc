@@ -5,6 +5,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdio>
+#include <string_view>
 #include <thread>
 
 #include "audit.h"
@@ -38,6 +39,12 @@ int finish_audit(const uwarp::perf::ProcessCensus& start, const char* role, int 
 
 int main(int argc, char** argv) {
   using namespace uwarp::perf;
+  for (int i = 1; i < argc; ++i) {
+    if (std::string_view(argv[i]) == "--help" || std::string_view(argv[i]) == "-h") {
+      print_usage(stdout);
+      return 0;
+    }
+  }
   auto options = parse_options(argc, argv);
   if (!options) return 2;
   const Options& o = *options;

@@ -19,10 +19,13 @@ const char* to_string(Op op) {
   return "?";
 }
 
-void print_usage() {
+void print_usage(std::FILE* out) {
   std::fprintf(
-      stderr,
+      out,
+      "uwarp-perf: bandwidth, message rate and latency of Send, RDMA Write and RDMA Read over\n"
+      "uwarp (the user-space iWARP RNIC) between a server and a client, or both in one process.\n"
       "usage:\n"
+      "  uwarp-perf --help\n"
       "  uwarp-perf server [--addr A] [--port P] [--once] [--tcp] [--audit]\n"
       "  uwarp-perf client HOST [--port P] --op send|write|read [--size N | --sizes a,b,c]\n"
       "                    [--iters K] [--qps Q] [--depth D] [--crc] [--verify] [--json] "
@@ -47,7 +50,8 @@ void print_usage() {
       "  server's per client); exit status 3 if anything is unaccounted for\n"
       "exit status: 0 success; 1 a run failed (the cause on stderr; a server with --once: its\n"
       "  client's session failed); 2 usage; 3 the audit failed\n"
-      "sizes accept K and M suffixes (4K, 1M).\n");
+      "sizes accept K and M suffixes (4K, 1M).\n"
+      "manual: man uwarp-perf\n");
 }
 
 namespace {

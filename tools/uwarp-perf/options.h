@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <cstdio>
 #include <optional>
 #include <string>
 #include <vector>
@@ -39,6 +40,7 @@ struct Options {
 
 // Parses argv; on error prints usage to stderr and returns nullopt.
 std::optional<Options> parse_options(int argc, char** argv);
-void print_usage();
+// The usage text; uwarp-perf --help prints it to stdout, a usage error to stderr.
+void print_usage(std::FILE* out = stderr);
 
 }  // namespace uwarp::perf
