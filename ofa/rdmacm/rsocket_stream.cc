@@ -563,6 +563,29 @@ std::size_t iov_total(const iovec* iov, int n) {
   return t;
 }
 
+// The gather list of a transfer of `xfer` bytes taken from `cur`: copied to `stack` and sent
+// inline up to the inline limit, else staged in the send ring (two pieces where it wraps).
+// Returns the number of SGEs and sets *flags. Caller holds s.mu.
+int stage_transfer(Rsocket& s, IovCursor& cur, std::uint32_t xfer, std::uint8_t* stack,
+                   ibv_sge* sges, unsigned* flags) REQUIRES(s.mu) {
+  if (xfer <= std::min({s.sq_inline, s.opt.inline_size, kInlineStack})) {
+    cur.copy(stack, xfer, false);
+    sges[0] = ibv_sge{reinterpret_cast<std::uintptr_t>(stack), xfer, 0};
+    *flags = IBV_SEND_INLINE;
+    return 1;
+  }
+  *flags = 0;
+  const std::uint32_t first = std::min(xfer, s.sbuf_size - s.sbuf_head);
+  std::uint8_t* at = s.sbuf.data + s.sbuf_head;
+  cur.copy(at, first, false);
+  sges[0] = ibv_sge{reinterpret_cast<std::uintptr_t>(at), first, s.sbuf.mr->lkey};
+  s.sbuf_head = (s.sbuf_head + xfer) % s.sbuf_size;
+  if (first == xfer) return 1;
+  cur.copy(s.sbuf.data, xfer - first, false);
+  sges[1] = ibv_sge{reinterpret_cast<std::uintptr_t>(s.sbuf.data), xfer - first, s.sbuf.mr->lkey};
+  return 2;
+}
+
 }  // namespace
 
 ssize_t Rsocket::send(const iovec* iov, int iovcnt, bool nb) {
@@ -570,7 +593,6 @@ ssize_t Rsocket::send(const iovec* iov, int iovcnt, bool nb) {
   if (send_iomaps(nb) != 0 && errno != EAGAIN) return -1;
   IovCursor cur(iov, iovcnt);
   std::size_t sent = 0;
-  const std::uint32_t inline_limit = std::min({sq_inline, opt.inline_size, kInlineStack});
   while (sent < total) {
     if (!can_send()) {
       const int r =
@@ -586,25 +608,9 @@ ssize_t Rsocket::send(const iovec* iov, int iovcnt, bool nb) {
         std::min<std::size_t>({total - sent, kMaxTransfer, sbuf_free, t.length}));
     if (xfer == 0) break;  // can_send() saw room: only a peer rewriting the entry in use
     ibv_sge sges[2];
-    int nsge = 1;
     std::uint8_t stack[kInlineStack];
     unsigned flags = 0;
-    if (xfer <= inline_limit) {
-      cur.copy(stack, xfer, false);
-      sges[0] = ibv_sge{reinterpret_cast<std::uintptr_t>(stack), xfer, 0};
-      flags = IBV_SEND_INLINE;
-    } else {
-      const std::uint32_t first = std::min(xfer, sbuf_size - sbuf_head);
-      cur.copy(sbuf.data + sbuf_head, first, false);
-      sges[0] =
-          ibv_sge{reinterpret_cast<std::uintptr_t>(sbuf.data + sbuf_head), first, sbuf.mr->lkey};
-      if (first < xfer) {
-        cur.copy(sbuf.data, xfer - first, false);
-        sges[1] = ibv_sge{reinterpret_cast<std::uintptr_t>(sbuf.data), xfer - first, sbuf.mr->lkey};
-        nsge = 2;
-      }
-      sbuf_head = (sbuf_head + xfer) % sbuf_size;
-    }
+    const int nsge = stage_transfer(*this, cur, xfer, stack, sges, &flags);
     const auto msg = encode_message(message(Op::kData, xfer));
     ibv_sge msg_sge{reinterpret_cast<std::uintptr_t>(msg.data()),
                     static_cast<std::uint32_t>(msg.size()), 0};
@@ -693,8 +699,9 @@ int Rsocket::send_iomaps(bool nb) {
 ssize_t Rsocket::iowrite(const std::uint8_t* buf, std::size_t count, std::uint64_t offset,
                          bool nb) {
   if (send_iomaps(nb) != 0 && errno != EAGAIN) return -1;
+  const iovec whole{const_cast<std::uint8_t*>(buf), count};
+  IovCursor cur(&whole, 1);
   std::size_t sent = 0;
-  const std::uint32_t inline_limit = std::min(sq_inline, opt.inline_size);
   while (sent < count) {
     // The peer's iomap entries, written into `target` behind the SGL entries.
     std::optional<IomapEntry> map;
@@ -723,23 +730,9 @@ ssize_t Rsocket::iowrite(const std::uint8_t* buf, std::size_t count, std::uint64
     const auto xfer = static_cast<std::uint32_t>(std::min<std::uint64_t>(
         {count - sent, kMaxTransfer, sbuf_free, map->sge.length - (at - map->offset)}));
     ibv_sge sges[2];
-    int nsge = 1;
+    std::uint8_t stack[kInlineStack];
     unsigned flags = 0;
-    if (xfer <= inline_limit) {
-      sges[0] = ibv_sge{reinterpret_cast<std::uintptr_t>(buf + sent), xfer, 0};
-      flags = IBV_SEND_INLINE;
-    } else {
-      const std::uint32_t first = std::min(xfer, sbuf_size - sbuf_head);
-      std::memcpy(sbuf.data + sbuf_head, buf + sent, first);
-      sges[0] =
-          ibv_sge{reinterpret_cast<std::uintptr_t>(sbuf.data + sbuf_head), first, sbuf.mr->lkey};
-      if (first < xfer) {
-        std::memcpy(sbuf.data, buf + sent + first, xfer - first);
-        sges[1] = ibv_sge{reinterpret_cast<std::uintptr_t>(sbuf.data), xfer - first, sbuf.mr->lkey};
-        nsge = 2;
-      }
-      sbuf_head = (sbuf_head + xfer) % sbuf_size;
-    }
+    const int nsge = stage_transfer(*this, cur, xfer, stack, sges, &flags);
     ibv_send_wr wr{};
     wr.wr_id = xfer;
     wr.sg_list = sges;

@@ -5,8 +5,10 @@
 
 #include <numeric>
 #include <random>
+#include <thread>
 
 #include "raw_peer.h"
+#include "runtime/silent_peer.h"
 #include "support/connected_pair.h"
 
 namespace uwarp::testing {
@@ -265,13 +267,16 @@ TEST(LoopbackEvents, ConnectTimesOutWithoutMpaReply) {
   EXPECT_EQ(ev->status.code(), Errc::kTimedOut) << ev->status.to_string();
 }
 
-// As initiator, uwarp nudges a peer that stays silent after its first messages with one
-// zero-length RDMA Write to STag 1 (docs/interop.md: Linux siw can miss the first FPDUs of a
-// connection until another segment arrives); a peer that answers is never nudged.
-class InitiatorNudge : public ::testing::TestWithParam<bool> {};
+// As initiator, uwarp nudges a peer with one zero-length RDMA Write to STag 1 when its first
+// messages went out right after the connection came up (docs/interop.md: Linux siw can miss
+// bytes that arrive before its QP takes the socket over, until another segment arrives, and may
+// send meanwhile), or when the peer stays silent after them; a peer that has spoken before this
+// side's first bytes, sent later, is never nudged.
+enum class NudgeCase { kSilentPeer, kPeerAnswersEarlyBytes, kPeerAnswersLateBytes };
+class InitiatorNudge : public ::testing::TestWithParam<NudgeCase> {};
 
-TEST_P(InitiatorNudge, OnlyASilentPeerIsNudged) {
-  const bool peer_answers = GetParam();
+TEST_P(InitiatorNudge, EarlyBytesOrASilentPeerGetOneNudge) {
+  const NudgeCase c = GetParam();
   RawListener server;
   ASSERT_TRUE(server.valid());
   Context ctx = Context::open().value();
@@ -288,21 +293,29 @@ TEST_P(InitiatorNudge, OnlyASilentPeerIsNudged) {
   ASSERT_TRUE(peer.read_mpa(wire::MpaFrameKind::kRequest));
   ASSERT_TRUE(peer.send_mpa_reply({}));
   ASSERT_TRUE(wait_event(events, CmEventType::kEstablished));
+  if (c == NudgeCase::kPeerAnswersLateBytes) {
+    // The peer speaks first (a zero-length Write of its own); this side's bytes follow well after
+    // the first look (kSilentPeerQuiet), which finds the peer alive and ends the watch.
+    ASSERT_TRUE(peer.send_fpdu(RawPeer::tagged_header(wire::RdmapOpcode::kRdmaWrite, 1, 0), {}));
+    std::this_thread::sleep_for(5 * runtime::kSilentPeerQuiet);
+  }
   Sge s = mr.sge(0, 16);
   ASSERT_TRUE(qp.post_send({.wr_id = 1, .opcode = WrOpcode::kSend, .sg_list = {&s, 1}}));
   auto first = peer.read_fpdu(5000);
   ASSERT_TRUE(first && first->header);
   EXPECT_EQ(first->header->opcode, static_cast<std::uint8_t>(wire::RdmapOpcode::kSend));
-  if (peer_answers) {
-    // Any segment from the peer shows it is alive (here: a zero-length Write of its own).
+  if (c == NudgeCase::kPeerAnswersEarlyBytes) {
+    // The peer sends at once (as an rsocket acceptor sends its credits), yet may have missed ours.
     ASSERT_TRUE(peer.send_fpdu(RawPeer::tagged_header(wire::RdmapOpcode::kRdmaWrite, 1, 0), {}));
+  }
+  if (c == NudgeCase::kPeerAnswersLateBytes) {
     ReadStatus st = ReadStatus::kOk;
-    EXPECT_FALSE(peer.read_fpdu(1000, &st)) << "an answering peer must not be nudged";
+    EXPECT_FALSE(peer.read_fpdu(1000, &st)) << "a peer that spoke first must not be nudged";
     EXPECT_EQ(st, ReadStatus::kTimeout);
     return;
   }
   auto nudge = peer.read_fpdu(3000);
-  ASSERT_TRUE(nudge && nudge->header) << "a silent peer is nudged";
+  ASSERT_TRUE(nudge && nudge->header) << "the peer is nudged";
   EXPECT_TRUE(nudge->header->tagged);
   EXPECT_EQ(nudge->header->opcode, static_cast<std::uint8_t>(wire::RdmapOpcode::kRdmaWrite));
   EXPECT_EQ(nudge->header->stag, 1u);
@@ -313,9 +326,19 @@ TEST_P(InitiatorNudge, OnlyASilentPeerIsNudged) {
   EXPECT_EQ(st, ReadStatus::kTimeout);
 }
 
-INSTANTIATE_TEST_SUITE_P(Peers, InitiatorNudge, ::testing::Values(false, true),
+INSTANTIATE_TEST_SUITE_P(Peers, InitiatorNudge,
+                         ::testing::Values(NudgeCase::kSilentPeer,
+                                           NudgeCase::kPeerAnswersEarlyBytes,
+                                           NudgeCase::kPeerAnswersLateBytes),
                          [](const auto& test_info) {
-                           return test_info.param ? "answering" : "silent";
+                           switch (test_info.param) {
+                             case NudgeCase::kSilentPeer:
+                               return "silent";
+                             case NudgeCase::kPeerAnswersEarlyBytes:
+                               return "answering_early_bytes";
+                             default:
+                               return "answering_late_bytes";
+                           }
                          });
 
 }  // namespace

@@ -28,7 +28,9 @@ TEST(StreamEnd, AnEndInsideAnFpduBehindAFailedSendOrAnErrorIsAFailure) {
 
 TEST(SilentPeer, ALivePeerEndsTheWatchASilentOneIsNudgedOnce) {
   EXPECT_EQ(silent_peer_step(0, 1, 0), SilentPeerStep::kDone);
-  EXPECT_EQ(silent_peer_step(0, 1, 100), SilentPeerStep::kDone);
+  EXPECT_EQ(silent_peer_step(1, 1, 100), SilentPeerStep::kDone);
+  EXPECT_EQ(silent_peer_step(0, 1, 100), SilentPeerStep::kNudge)
+      << "bytes sent in the first look's period get a nudge even if the peer has sent";
   EXPECT_EQ(silent_peer_step(3, 0, 100), SilentPeerStep::kNudge);
   EXPECT_EQ(silent_peer_step(0, 0, 0), SilentPeerStep::kLookAgain);
   EXPECT_EQ(silent_peer_step(kSilentPeerRounds - 1, 0, 0), SilentPeerStep::kDone)
