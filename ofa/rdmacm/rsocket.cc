@@ -278,7 +278,7 @@ int rclose(int socket) {
     {
       MutexLock lock(s->mu);
       if (s->state == State::kListening) {
-        unwatch_listener(s->fd);
+        unwatch_listener(*s);
         pending.swap(s->accepted);
       }
       if (s->state == State::kConnected && !s->disconnected) s->shutdown(SHUT_RDWR);

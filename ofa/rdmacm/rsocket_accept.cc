@@ -35,9 +35,14 @@ class AcceptService {
     return 0;
   }
 
-  void remove(int fd) {
+  // Stops watching `s` (not whatever socket has its fd number now: numbers are reused once
+  // a socket is released).
+  void remove(const Rsocket* s) {
     MutexLock lock(mu_);
-    if (watched_.erase(fd) != 0) ::epoll_ctl(epfd_, EPOLL_CTL_DEL, fd, nullptr);
+    auto it = watched_.find(s->fd);
+    if (it == watched_.end() || it->second.get() != s) return;
+    watched_.erase(it);
+    ::epoll_ctl(epfd_, EPOLL_CTL_DEL, s->fd, nullptr);
   }
 
  private:
@@ -84,14 +89,14 @@ class AcceptService {
         return;
       }
       if (s->state != State::kAccepting) {
-        remove(s->fd);
+        remove(s.get());
         return;
       }
       rdma_cm_event* ev = nullptr;
       while (s->state == State::kAccepting && rdma_get_cm_event(s->cm_channel, &ev) == 0) {
         const rdma_cm_event_type type = ev->event;
         rdma_ack_cm_event(ev);
-        remove(s->fd);  // before release() closes the fd, whose number may then be reused
+        remove(s.get());  // before release() closes the fd
         if (type == RDMA_CM_EVENT_ESTABLISHED) {
           s->set_connected(/*initiator=*/false);
           established = s;
@@ -157,7 +162,7 @@ class AcceptService {
     param.private_data_len = static_cast<std::uint8_t>(bytes.size());
     param.rnr_retry_count = 7;
     if (add(c) != 0 || rdma_accept(child, &param) != 0) {
-      remove(c->fd);
+      remove(c.get());
       c->release(/*graceful=*/false);
     }
   }
@@ -193,8 +198,8 @@ int watch_listener(const std::shared_ptr<Rsocket>& listener) {
   return AcceptService::get().add(listener);
 }
 
-void unwatch_listener(int fd) {
-  AcceptService::get().remove(fd);
+void unwatch_listener(const Rsocket& listener) {
+  AcceptService::get().remove(&listener);
 }
 
 }  // namespace uwarp::rdmacm::rs

@@ -18,6 +18,6 @@ namespace uwarp::rdmacm::rs {
 int watch_listener(const std::shared_ptr<Rsocket>& listener);
 // Stops (rclose of a listener). Requests already taken finish and are then dropped, since the
 // listener is no longer listening.
-void unwatch_listener(int fd);
+void unwatch_listener(const Rsocket& listener);
 
 }  // namespace uwarp::rdmacm::rs

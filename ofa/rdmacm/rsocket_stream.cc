@@ -316,31 +316,23 @@ bool Rsocket::post_recv(std::uint32_t slot) {
   return ibv_post_recv(id->qp, &wr, &bad) == 0;
 }
 
-bool Rsocket::send_message(std::uint32_t msg, std::uint64_t wr_id) {
-  const auto bytes = encode_message(msg);
-  ibv_sge sge{reinterpret_cast<std::uintptr_t>(bytes.data()),
-              static_cast<std::uint32_t>(bytes.size()), 0};
-  ibv_send_wr wr{};
-  wr.wr_id = wr_id;
-  wr.sg_list = &sge;
-  wr.num_sge = 1;
-  wr.opcode = IBV_WR_SEND;
-  wr.send_flags = IBV_SEND_INLINE;
-  return post_send(&wr);
-}
-
-bool Rsocket::write_small(const void* bytes, std::size_t len, std::uint64_t addr,
-                          std::uint32_t rkey, std::uint64_t wr_id) {
+bool Rsocket::post_inline(ibv_wr_opcode opcode, const void* bytes, std::size_t len,
+                          std::uint64_t wr_id, std::uint64_t addr, std::uint32_t rkey) {
   ibv_sge sge{reinterpret_cast<std::uintptr_t>(bytes), static_cast<std::uint32_t>(len), 0};
   ibv_send_wr wr{};
   wr.wr_id = wr_id;
   wr.sg_list = &sge;
   wr.num_sge = 1;
-  wr.opcode = IBV_WR_RDMA_WRITE;
+  wr.opcode = opcode;
   wr.send_flags = IBV_SEND_INLINE;
   wr.wr.rdma.remote_addr = addr;
   wr.wr.rdma.rkey = rkey;
   return post_send(&wr);
+}
+
+bool Rsocket::send_message(std::uint32_t msg, std::uint64_t wr_id) {
+  const auto bytes = encode_message(msg);
+  return post_inline(IBV_WR_SEND, bytes.data(), bytes.size(), wr_id);
 }
 
 void Rsocket::give_credits() {
@@ -352,9 +344,8 @@ void Rsocket::give_credits() {
   if (u.offer) {
     const auto sge = encode_sge(WireSge{reinterpret_cast<std::uintptr_t>(rbuf.data + *u.offer),
                                         rbuf.mr->rkey, ring->half()});
-    if (!write_small(sge.data(), sge.size(),
-                     remote_sgl.addr + std::uint64_t{kSgeSize} * u.sgl_index, remote_sgl.key,
-                     kCtrl)) {
+    if (!post_inline(IBV_WR_RDMA_WRITE, sge.data(), sge.size(), kCtrl,
+                     remote_sgl.addr + std::uint64_t{kSgeSize} * u.sgl_index, remote_sgl.key)) {
       return;
     }
     ++ctrl_inflight;
@@ -687,7 +678,9 @@ int Rsocket::send_iomaps(bool nb) {
         IomapEntry{m.offset, WireSge{reinterpret_cast<std::uintptr_t>(m.mr->addr), m.mr->rkey,
                                      static_cast<std::uint32_t>(m.mr->length)}});
     const std::uint64_t addr = remote_iomap.addr + std::uint64_t{kIomapEntrySize} * m.index;
-    if (!write_small(entry.data(), entry.size(), addr, remote_iomap.key, 0)) return -1;
+    if (!post_inline(IBV_WR_RDMA_WRITE, entry.data(), entry.size(), 0, addr, remote_iomap.key)) {
+      return -1;
+    }
     if (!send_message(message(Op::kIomapSgl, static_cast<std::uint32_t>(m.index)), 0)) return -1;
     ++sseq_no;
     sqe_avail -= 2;

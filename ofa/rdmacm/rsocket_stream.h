@@ -196,9 +196,10 @@ struct Rsocket {
       REQUIRES(mu);
   bool post_send(ibv_send_wr* wr) REQUIRES(mu);
   bool post_recv(std::uint32_t slot);
+  // One inline WR (a message Send, an SGL or iomap entry Write): copied at the post.
+  bool post_inline(ibv_wr_opcode opcode, const void* bytes, std::size_t len, std::uint64_t wr_id,
+                   std::uint64_t addr = 0, std::uint32_t rkey = 0) REQUIRES(mu);
   bool send_message(std::uint32_t msg, std::uint64_t wr_id) REQUIRES(mu);
-  bool write_small(const void* bytes, std::size_t len, std::uint64_t addr, std::uint32_t rkey,
-                   std::uint64_t wr_id) REQUIRES(mu);
   void give_credits() REQUIRES(mu);
   int send_iomaps(bool nonblocking) REQUIRES(mu);
   void fail_connection(int error) REQUIRES(mu);
