@@ -41,6 +41,11 @@ constexpr int kWaitSliceMs = 1000;  // a blocked thread re-checks at least this 
 constexpr std::uint64_t kRecv = 1ull << 63;
 constexpr std::uint64_t kCtrl = 1ull << 62;
 
+// Milliseconds from now to `deadline` (negative once it passed).
+long ms_until(Clock::time_point deadline) {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
+}
+
 std::uint32_t clamp_buffer(std::uint32_t v) {
   return std::clamp<std::uint32_t>(v, kMinBuffer, kMaxBuffer) & ~1u;
 }
@@ -195,15 +200,14 @@ int Rsocket::drive_connect(bool nb) {
         break;
       }
       if (nb) return fail(EINPROGRESS);
-      const auto left =
-          std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
-      if (left.count() <= 0) {
+      const long left = ms_until(deadline);
+      if (left <= 0) {
         fail_connection(ETIMEDOUT);
         break;
       }
       pollfd p{fd, POLLIN, 0};
       mu.unlock();
-      const int r = ::poll(&p, 1, static_cast<int>(std::min<long>(left.count(), kWaitSliceMs)));
+      const int r = ::poll(&p, 1, static_cast<int>(std::min<long>(left, kWaitSliceMs)));
       const int e = errno;
       mu.lock();
       if (r < 0 && e == EINTR) return fail(EINTR);
@@ -286,8 +290,7 @@ void Rsocket::await_close() {
       if (closed) return;
     }
     process_cq();  // rdma_cm holds a DISCONNECTED until the completions before it are polled
-    const auto left =
-        std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
+    const long left = ms_until(deadline);
     if (left <= 0) return;
     pollfd p{fd, POLLIN, 0};
     ::poll(&p, 1, static_cast<int>(std::min<long>(left, 50)));
@@ -455,8 +458,7 @@ int Rsocket::wait_for(Pred pred, bool nb, std::optional<Clock::time_point> deadl
     if (nb) return fail(EAGAIN);
     int slice = kWaitSliceMs;
     if (deadline) {
-      const auto left =
-          std::chrono::duration_cast<std::chrono::milliseconds>(*deadline - Clock::now()).count();
+      const long left = ms_until(*deadline);
       if (left <= 0) return fail(ETIMEDOUT);
       slice = static_cast<int>(std::min<long>(left, slice));
     }

@@ -51,6 +51,16 @@ static int connect_to(uint16_t port, int iomap) {
   return c;
 }
 
+/* A connected pair on a fresh listener: l listens, c connected to it, s accepted; 0 if all
+ * three exist. */
+static int open_pair(int iomap, int* l, int* c, int* s) {
+  uint16_t port = 0;
+  *l = make_listener(&port, iomap);
+  *c = *l >= 0 ? connect_to(port, iomap) : -1;
+  *s = *c >= 0 ? raccept(*l, NULL, NULL) : -1;
+  return *l >= 0 && *c >= 0 && *s >= 0 ? 0 : -1;
+}
+
 static int send_all(int s, const void* buf, size_t n) {
   size_t off = 0;
   while (off < n) {
@@ -87,11 +97,8 @@ static void test_connect_before_accept(void) {
 }
 
 static void test_half_close_peek_waitall(void) {
-  uint16_t port = 0;
-  int l = make_listener(&port, 0);
-  int c = connect_to(port, 0);
-  int s = raccept(l, NULL, NULL);
-  CHECK(l >= 0 && c >= 0 && s >= 0);
+  int l, c, s;
+  CHECK(open_pair(0, &l, &c, &s) == 0);
   CHECK(send_all(c, "abc", 3) == 0);
   CHECK(send_all(c, "defgh", 5) == 0);
   char buf[16] = {0};
@@ -110,11 +117,8 @@ static void test_half_close_peek_waitall(void) {
 }
 
 static void test_rpoll_end_after_data(void) {
-  uint16_t port = 0;
-  int l = make_listener(&port, 0);
-  int c = connect_to(port, 0);
-  int s = raccept(l, NULL, NULL);
-  CHECK(l >= 0 && c >= 0 && s >= 0);
+  int l, c, s;
+  CHECK(open_pair(0, &l, &c, &s) == 0);
   CHECK(send_all(s, "last", 4) == 0);
   rclose(s); /* its data, then the disconnect */
   struct pollfd p = {.fd = c, .events = POLLIN};
@@ -162,11 +166,8 @@ static void test_nonblocking_connect(void) {
 }
 
 static void test_riomap_riowrite(void) {
-  uint16_t port = 0;
-  int l = make_listener(&port, 1);
-  int c = connect_to(port, 1);
-  int s = raccept(l, NULL, NULL);
-  CHECK(l >= 0 && c >= 0 && s >= 0);
+  int l, c, s;
+  CHECK(open_pair(1, &l, &c, &s) == 0);
   enum { kLen = 100000 };
   volatile unsigned char* target = calloc(1, kLen);
   unsigned char* src = malloc(kLen);
