@@ -61,10 +61,6 @@ void insert(const std::shared_ptr<Rsocket>& s) {
   t.by_fd[s->fd] = s;
 }
 
-bool set_nonblock(int fd) {
-  return ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) | O_NONBLOCK) == 0;
-}
-
 // Runs f(socket) under its lock; EBADF if `fd` is not an rsocket.
 template <typename R, typename F>
 R with_socket(int fd, F&& f) {
@@ -164,16 +160,12 @@ int rsocket(int domain, int type, int protocol) {
     if (domain != AF_INET && domain != AF_INET6) return fail(EAFNOSUPPORT);
     if (protocol != 0 && protocol != IPPROTO_TCP) return fail(EPROTONOSUPPORT);
     auto s = std::make_shared<Rsocket>();
-    s->cm_channel = rdma_create_event_channel();
-    if (s->cm_channel == nullptr || !set_nonblock(s->cm_channel->fd) ||
-        rdma_create_id(s->cm_channel, &s->id, s.get(), RDMA_PS_TCP) != 0 ||
-        (s->kick_fd = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)) < 0) {
+    if (!s->open_channel() || rdma_create_id(s->cm_channel, &s->id, s.get(), RDMA_PS_TCP) != 0) {
       const int e = errno;
       MutexLock lock(s->mu);
       s->release(/*graceful=*/false);
       return fail(e);
     }
-    s->fd = s->cm_channel->fd;
     {
       MutexLock lock(s->mu);
       s->nonblocking = (type & SOCK_NONBLOCK) != 0;

@@ -1,10 +1,8 @@
 #include "rdmacm/rsocket_accept.h"
 
-#include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
 #include <sys/epoll.h>
-#include <sys/eventfd.h>
 #include <unistd.h>
 
 #include <cstring>
@@ -132,11 +130,7 @@ class AcceptService {
   void answer(const std::shared_ptr<Rsocket>& l, rdma_cm_id* child, const rdma_conn_param& req,
               const std::vector<std::uint8_t>& pd) REQUIRES(l->mu) {
     auto c = std::make_shared<Rsocket>();
-    c->cm_channel = rdma_create_event_channel();
-    if (c->cm_channel == nullptr ||
-        ::fcntl(c->cm_channel->fd, F_SETFL, ::fcntl(c->cm_channel->fd, F_GETFL) | O_NONBLOCK) !=
-            0 ||
-        rdma_migrate_id(child, c->cm_channel) != 0) {
+    if (!c->open_channel() || rdma_migrate_id(child, c->cm_channel) != 0) {
       rdma_reject(child, nullptr, 0);
       rdma_destroy_id(child);
       MutexLock lock(c->mu);
@@ -144,14 +138,12 @@ class AcceptService {
       return;
     }
     c->id = child;
-    c->fd = c->cm_channel->fd;
-    c->kick_fd = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
     c->listener = l;
     MutexLock lock(c->mu);
     c->opt = l->opt;
     c->state = State::kAccepting;
     ConnData conn;
-    if (c->kick_fd < 0 || c->setup_endpoint(&conn) != 0 || !c->accept_conn_data(pd)) {
+    if (c->setup_endpoint(&conn) != 0 || !c->accept_conn_data(pd)) {
       rdma_reject(child, nullptr, 0);
       c->release(/*graceful=*/false);
       return;

@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <poll.h>
+#include <sys/eventfd.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -44,6 +45,10 @@ constexpr std::uint64_t kCtrl = 1ull << 62;
 // Milliseconds from now to `deadline` (negative once it passed).
 long ms_until(Clock::time_point deadline) {
   return std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
+}
+
+bool set_nonblock(int fd) {
+  return ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) | O_NONBLOCK) == 0;
 }
 
 std::uint32_t clamp_buffer(std::uint32_t v) {
@@ -97,6 +102,14 @@ Rsocket::~Rsocket() {
 
 // --- connection ------------------------------------------------------------------------------
 
+bool Rsocket::open_channel() {
+  cm_channel = rdma_create_event_channel();
+  if (cm_channel == nullptr || !set_nonblock(cm_channel->fd)) return false;
+  fd = cm_channel->fd;
+  kick_fd = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+  return kick_fd >= 0;
+}
+
 int Rsocket::setup_endpoint(ConnData* conn) {
   ibv_device_attr dev{};
   if (ibv_query_device(id->verbs, &dev) != 0) return -1;
@@ -110,8 +123,7 @@ int Rsocket::setup_endpoint(ConnData* conn) {
 
   cq_channel = ibv_create_comp_channel(id->verbs);
   if (cq_channel == nullptr) return -1;
-  if (::fcntl(cq_channel->fd, F_SETFL, ::fcntl(cq_channel->fd, F_GETFL) | O_NONBLOCK) != 0)
-    return -1;
+  if (!set_nonblock(cq_channel->fd)) return -1;
   cq = ibv_create_cq(id->verbs, sq_size + rq_size, this, cq_channel, 0);
   if (cq == nullptr) return -1;
 

@@ -146,6 +146,9 @@ struct Rsocket {
   std::vector<LocalIomap> iomaps GUARDED_BY(mu);
 
   // --- connection ---
+  // Creates the socket's own event channel (non-blocking; its fd is the socket's number) and
+  // kick_fd. false with errno on failure (release() frees what exists).
+  bool open_channel();
   // Creates the QP, the buffers, posts the receives and fills `conn` (this side's
   // connection data). 0 or -1 with errno.
   int setup_endpoint(ConnData* conn) REQUIRES(mu);
