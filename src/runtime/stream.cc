@@ -87,7 +87,15 @@ void Stream::end_wait_soon() {
 }
 
 void Stream::wait_for_receive_locked() {
-  if (!rx_waiting_) wait_.begin(Clock::now(), qp_->receive_wait_limit_locked());
+  if (!rx_waiting_) {
+    wait_.begin(Clock::now(), qp_->receive_wait_limit_locked());
+    // A post to an SRQ takes no QP lock: it wakes the wait itself, and one that came before
+    // this registration is seen here.
+    qp_->wake_on_shared_post_locked([weak = weak_from_this()] {
+      if (auto self = weak.lock()) self->end_wait_soon();
+    });
+    if (qp_->has_posted_receive_locked()) end_wait_soon();
+  }
   rx_waiting_ = true;
   if (wait_timer_ != 0) return;
   wait_timer_ = engine_.add_timer(wait_.next_look(Clock::now()), [weak = weak_from_this()] {
@@ -107,7 +115,8 @@ void Stream::check_receive_wait(bool may_go_on) {
       return;
     }
     const bool limit_passed = wait_.limit_passed(Clock::now());
-    if (!may_go_on && !limit_passed && qp_->receiving_locked()) {
+    if (!may_go_on && !limit_passed && qp_->receiving_locked() &&
+        !qp_->has_posted_receive_locked()) {
       wait_for_receive_locked();  // look again later
       return;
     }

@@ -32,8 +32,8 @@ std::optional<wire::TerminateCode> QpPort::receive_complete(const proto::Inbound
 
 bool QpPort::wait_for_receive() {
   qp_.mu_.assert_held();
-  // A shared receive queue does not know which of its QPs wait: they do not.
-  return qp_.config_.srq == nullptr && qp_.receiving_locked() && qp_.receive_wait_.begin();
+  // With an SRQ, the stream asks the SRQ to wake it (QueuePair::wake_on_shared_post_locked).
+  return qp_.receiving_locked() && qp_.receive_wait_.begin();
 }
 
 Expected<proto::ReadSource, wire::TerminateCode> QpPort::resolve_read_source(

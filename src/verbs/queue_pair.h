@@ -14,6 +14,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <span>
@@ -101,6 +102,14 @@ class QueuePair final {
   proto::TxGate tx_gate_locked() const REQUIRES(mu_) {
     return proto::TxGate{.responses = state_ == QpState::kRts || state_ == QpState::kSqd,
                          .requests = state_ == QpState::kRts};
+  }
+  // A receive is posted for the QP: in its own receive queue, or in its SRQ.
+  bool has_posted_receive_locked() const REQUIRES(mu_) { return rq_->size() > 0; }
+  // Reception waits for a receive and the QP takes from an SRQ: `wake` runs after the SRQ's
+  // next post (ReceiveQueue::wake_on_post). A post to the QP's own queue reaches the link
+  // through QpLink::receive_posted instead.
+  void wake_on_shared_post_locked(std::function<void()> wake) REQUIRES(mu_) {
+    if (config_.srq != nullptr) config_.srq->wake_on_post(this, std::move(wake));
   }
   bool receiving_locked() const REQUIRES(mu_) {
     return state_ != QpState::kError && state_ != QpState::kReset;

@@ -6,12 +6,28 @@ Status ReceiveQueue::post(const RecvWr& wr) {
   if (wr.sg_list.size() > max_sge_) {
     return Status(Errc::kInvalidArgument, "receive work request has more SGEs than the queue allows");
   }
-  MutexLock lock(mu_);
-  if (entries_.size() >= max_wr_) return Status(Errc::kNoResources, "receive queue is full");
-  RecvEntry& e = entries_.push_back();
-  e.wr_id = wr.wr_id;
-  e.sges.assign(wr.sg_list.begin(), wr.sg_list.end());
+  std::vector<std::pair<const void*, std::function<void()>>> wakes;
+  {
+    MutexLock lock(mu_);
+    if (entries_.size() >= max_wr_) return Status(Errc::kNoResources, "receive queue is full");
+    RecvEntry& e = entries_.push_back();
+    e.wr_id = wr.wr_id;
+    e.sges.assign(wr.sg_list.begin(), wr.sg_list.end());
+    if (!wakes_.empty()) wakes.swap(wakes_);
+  }
+  for (auto& [key, wake] : wakes) wake();
   return Status::ok();
+}
+
+void ReceiveQueue::wake_on_post(const void* key, std::function<void()> wake) {
+  MutexLock lock(mu_);
+  for (auto& [k, w] : wakes_) {
+    if (k == key) {
+      w = std::move(wake);
+      return;
+    }
+  }
+  wakes_.emplace_back(key, std::move(wake));
 }
 
 bool ReceiveQueue::take(RecvEntry& out) {

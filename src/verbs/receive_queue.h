@@ -3,6 +3,8 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
+#include <utility>
 #include <vector>
 
 #include "base/mutex.h"
@@ -25,7 +27,14 @@ class ReceiveQueue {
   ReceiveQueue(const ProtectionDomain* pd, std::uint32_t max_wr, std::uint32_t max_sge)
       : pd_(pd), max_wr_(max_wr), max_sge_(max_sge) {}
 
+  // After a successful post, on the posting thread and with no lock held, runs the wakes
+  // registered with wake_on_post.
   Status post(const RecvWr& wr);
+  // A QP that takes from this queue (an SRQ) waits for a receive (verbs/receive_wait.h): `wake`
+  // runs once, after the next successful post. A second call with the same key (the QP)
+  // replaces the first, so a queue holds at most one wake per QP. `wake` must not block and
+  // must tolerate running after its QP is gone (it holds no reference the queue keeps alive).
+  void wake_on_post(const void* key, std::function<void()> wake);
   // Moves the oldest entry into `out` (false if there is none). The vectors' storage is
   // exchanged, not allocated: a receive queue in steady use allocates nothing per entry.
   bool take(RecvEntry& out);
@@ -52,6 +61,7 @@ class ReceiveQueue {
   SlotRing<RecvEntry> entries_ GUARDED_BY(mu_);
   std::uint32_t limit_ GUARDED_BY(mu_) = 0;
   bool limit_fired_ GUARDED_BY(mu_) = false;
+  std::vector<std::pair<const void*, std::function<void()>>> wakes_ GUARDED_BY(mu_);
 };
 
 }  // namespace uwarp::verbs

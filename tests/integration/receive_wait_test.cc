@@ -215,6 +215,73 @@ TEST_P(ReceiveWaitTest, WithoutAWaitTheTerminateComesAtOnce) {
   EXPECT_EQ(p.server->qp.state(), QpState::kError);
 }
 
+// QPs that take their receives from one SRQ wait as well: each post to the SRQ wakes the
+// waiting QPs, the one that gets the receive places its Send, and the other waits again.
+TEST_P(ReceiveWaitTest, QpsOfAnSrqWaitForItsPosts) {
+  ConnectedPair p(wait_pair(GetParam()));
+  ASSERT_TRUE(p.connected);
+  Context& ctx = p.context();
+  auto pd = ctx.alloc_pd().value();
+  auto cq = ctx.create_cq(64).value();
+  auto srq = pd.create_srq(8, 1).value();
+  std::vector<std::uint8_t> buf(4096);
+  auto mr = pd.reg_mr(buf.data(), buf.size(), access::kLocalWrite).value();
+  auto listener = p.server_events().listen("127.0.0.1", 0).value();
+  auto ccq = ctx.create_cq(64).value();
+  std::vector<std::uint8_t> cbuf = pattern(4096, 7);
+  auto cmr = pd.reg_mr(cbuf.data(), cbuf.size(), access::kLocalWrite).value();
+  struct Pair {
+    QueuePair server;
+    QueuePair client;
+    Connection conn;
+  };
+  std::vector<Pair> pairs;
+  for (int i = 0; i < 2; ++i) {
+    auto sqp = pd.create_qp({.send_cq = &cq, .recv_cq = &cq, .srq = &srq}).value();
+    sqp.set_receive_wait(QueuePair::kWaitForever);
+    auto cqp = pd.create_qp({.send_cq = &ccq, .recv_cq = &ccq}).value();
+    ConnectionParams params;
+    params.crc = GetParam();
+    auto conn = p.client_events().connect("127.0.0.1", listener.port(), cqp, params).value();
+    auto req = wait_event(p.server_events(), CmEventType::kConnectRequest);
+    ASSERT_TRUE(req);
+    ASSERT_TRUE(req->connection.accept(sqp, {}));
+    ASSERT_TRUE(wait_event(p.server_events(), CmEventType::kEstablished));
+    ASSERT_TRUE(wait_event(p.client_events(), CmEventType::kEstablished));
+    pairs.push_back({std::move(sqp), std::move(cqp), conn});
+  }
+  for (std::size_t i = 0; i < pairs.size(); ++i) {
+    Sge s = cmr.sge(i * 64, 64);
+    SendWr wr;
+    wr.wr_id = i + 1;
+    wr.sg_list = {&s, 1};
+    ASSERT_TRUE(pairs[i].client.post_send(wr));
+  }
+  std::this_thread::sleep_for(milliseconds(150));
+  WorkCompletion wc;
+  EXPECT_EQ(cq.poll({&wc, 1}), 0u);
+  for (auto& q : pairs)
+    EXPECT_EQ(q.server.state(), QpState::kRts) << "a Send without a receive did not wait";
+  std::vector<std::uint32_t> seen;
+  for (std::uint64_t id = 10; id < 12; ++id) {
+    Sge r = mr.sge((id - 10) * 64, 64);
+    ASSERT_TRUE(srq.post_recv({id, {&r, 1}}));
+    auto got = wait_wc(cq);
+    ASSERT_TRUE(got) << "receive " << id;
+    EXPECT_EQ(got->status, WcStatus::kSuccess) << to_string(got->status);
+    EXPECT_EQ(got->wr_id, id);
+    EXPECT_EQ(got->byte_len, 64u);
+    seen.push_back(got->qp_num);
+  }
+  ASSERT_EQ(seen.size(), 2u);
+  EXPECT_NE(seen[0], seen[1]) << "one QP took both receives";
+  for (std::size_t i = 0; i < 2; ++i) {
+    const std::size_t from = seen[i] == pairs[0].server.qp_num() ? 0 : 64;
+    EXPECT_EQ(std::memcmp(buf.data() + i * 64, cbuf.data() + from, 64), 0) << "receive " << i;
+  }
+  for (auto& q : pairs) EXPECT_EQ(q.server.state(), QpState::kRts);
+}
+
 INSTANTIATE_TEST_SUITE_P(Crc, ReceiveWaitTest, ::testing::Values(false, true),
                          [](const ::testing::TestParamInfo<bool>& i) {
                            return i.param ? "crc" : "nocrc";
