@@ -87,6 +87,16 @@ std::function<bool()> completions_polled_test(ibv_context* context, ibv_qp* qp) 
   }
 }
 
+ibv_qp* qp_by_number(ibv_context* context, std::uint32_t qp_num) noexcept {
+  OfaContext* c = OfaContext::from(context);
+  if (c == nullptr) return nullptr;
+  MutexLock lock(c->objects_mu);
+  for (const auto& [id, q] : c->qps) {
+    if (q->ibv.qp_num == qp_num) return &q->ibv;
+  }
+  return nullptr;
+}
+
 bool qp_has_connection(ibv_qp* qp) noexcept {
   if (qp == nullptr) return false;
   const auto& impl = detail::Access::impl(OfaQp::from(qp)->core);

@@ -80,6 +80,10 @@ UWARP_OFA_BRIDGE void set_rnr_retry(ibv_qp* qp, std::uint8_t rnr_retry) noexcept
 UWARP_OFA_BRIDGE std::function<bool()> completions_polled_test(ibv_context* context,
                                                                ibv_qp* qp) noexcept;
 
+// The live QP of `context` whose number is `qp_num`, or null: the QP an application names by
+// rdma_conn_param.qp_num instead of creating it on the rdma_cm id (an "external" QP).
+UWARP_OFA_BRIDGE ibv_qp* qp_by_number(ibv_context* context, std::uint32_t qp_num) noexcept;
+
 // True once connect_qp or accept_qp bound a connection to `qp`.
 UWARP_OFA_BRIDGE bool qp_has_connection(ibv_qp* qp) noexcept;
 

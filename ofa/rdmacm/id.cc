@@ -17,8 +17,10 @@
 //     at once, with id->verbs, id->pd, port_num = 1 and both addresses already set (the source
 //     address is the one the kernel's routing picks for the destination). An unroutable
 //     destination gives ADDR_ERROR.
-//   - A connection needs a QP created with rdma_create_qp (a QP given only by
-//     rdma_conn_param.qp_num is not supported: EINVAL with a message).
+//   - A connection binds the QP created on the id with rdma_create_qp or, for an id without one,
+//     the QP of the id's device that rdma_conn_param.qp_num names (an "external" QP, made with
+//     ibv_create_qp), as the kernel's iWARP CM does; the events are the same (ESTABLISHED, never
+//     InfiniBand's CONNECT_RESPONSE). Neither: EINVAL with a message.
 //   - Synchronous ids (NULL channel, rdma_create_ep): every call that produces an event waits for
 //     it on the id's private channel and leaves it in id->event (rdma-core's ucma_complete).
 #include <sys/socket.h>
@@ -151,16 +153,21 @@ int check_conn_param(rdma_cm_id* id, const rdma_conn_param* p) {
   return 0;
 }
 
-int need_qp(rdma_cm_id* id, const char* call) {
+ibv_qp* qp_to_bind(rdma_cm_id* id, const rdma_conn_param* p, const char* call) {
   if (id->qp != nullptr) {
-    if (id->qp->context != cma().verbs) return fail(EINVAL);
-    return 0;
+    if (id->qp->context == cma().verbs) return id->qp;
+    fail(EINVAL);
+    return nullptr;
+  }
+  if (p != nullptr) {
+    if (ibv_qp* qp = ofa::qp_by_number(cma().verbs, p->qp_num)) return qp;
   }
   std::fprintf(stderr,
-               "uwarp librdmacm: %s needs a QP created with rdma_create_qp on the id (a QP given "
-               "by rdma_conn_param.qp_num is not supported)\n",
+               "uwarp librdmacm: %s needs a QP: created with rdma_create_qp on the id, or named by "
+               "rdma_conn_param.qp_num (a QP of the id's device)\n",
                call);
-  return fail(EINVAL);
+  fail(EINVAL);
+  return nullptr;
 }
 
 // IRD/ORD are at least 1: an RDMA Read must be able to make progress whatever the application
@@ -406,7 +413,8 @@ int rdma_connect(rdma_cm_id* id, rdma_conn_param* conn_param) {
     IdState* s = state_of(id);
     if (s == nullptr) return fail(EINVAL);
     if (check_conn_param(id, conn_param) != 0) return -1;
-    if (need_qp(id, "rdma_connect") != 0) return -1;
+    ibv_qp* qp = qp_to_bind(id, conn_param, "rdma_connect");
+    if (qp == nullptr) return -1;
     Cma& g = cma();
     ConnectionParams params;
     const bool given_ord =
@@ -425,7 +433,7 @@ int rdma_connect(rdma_cm_id* id, rdma_conn_param* conn_param) {
     params.private_data = s->connect_data;
     if (conn_param != nullptr) {
       append(params.private_data, conn_param->private_data, conn_param->private_data_len);
-      ofa::set_rnr_retry(id->qp, conn_param->rnr_retry_count);
+      ofa::set_rnr_retry(qp, conn_param->rnr_retry_count);
     }
     {
       uwarp::MutexLock lock(cma_mu);
@@ -438,7 +446,7 @@ int rdma_connect(rdma_cm_id* id, rdma_conn_param* conn_param) {
         params.local_host = sockaddr_host(src);
         params.local_port = sockaddr_port(src);
       }
-      auto c = ofa::connect_qp(*g.core, id->qp, sockaddr_host(dst), sockaddr_port(dst), params);
+      auto c = ofa::connect_qp(*g.core, qp, sockaddr_host(dst), sockaddr_port(dst), params);
       if (!c) return fail(ofa::to_errno(c.error()));
       s->conn = *c;
       s->initiator_depth = ord;
@@ -458,7 +466,8 @@ int rdma_accept(rdma_cm_id* id, rdma_conn_param* conn_param) {
     IdState* s = state_of(id);
     if (s == nullptr) return fail(EINVAL);
     if (check_conn_param(id, conn_param) != 0) return -1;
-    if (need_qp(id, "rdma_accept") != 0) return -1;
+    ibv_qp* qp = qp_to_bind(id, conn_param, "rdma_accept");
+    if (qp == nullptr) return -1;
     Cma& g = cma();
     {
       uwarp::MutexLock lock(cma_mu);
@@ -482,12 +491,12 @@ int rdma_accept(rdma_cm_id* id, rdma_conn_param* conn_param) {
       params.markers = g.mpa.markers;
       if (conn_param != nullptr) {
         append(params.private_data, conn_param->private_data, conn_param->private_data_len);
-        ofa::set_rnr_retry(id->qp, conn_param->rnr_retry_count);
+        ofa::set_rnr_retry(qp, conn_param->rnr_retry_count);
       }
       s->initiator_depth = ord;
       s->responder_resources = ird;
       s->phase = IdPhase::kConnecting;
-      if (Status st = ofa::accept_qp(s->conn, id->qp, params); !st) {
+      if (Status st = ofa::accept_qp(s->conn, qp, params); !st) {
         s->phase = IdPhase::kRequest;
         return fail(ofa::to_errno(st));
       }

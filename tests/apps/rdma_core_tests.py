@@ -76,11 +76,14 @@ def main():
         else:
             print("rdma_core_tests: not root: no private mount namespace, so the rdma_cm tests skip")
         try:
-            p = subprocess.run(cmd, cwd=suite, capture_output=True, text=True, timeout=TIME_LIMIT_S)
+            # One stream, unbuffered: what a test prints (its two sides' errors) stays inside
+            # that test's section of the log.
+            p = subprocess.run(cmd, cwd=suite, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                               timeout=TIME_LIMIT_S, env=dict(os.environ, PYTHONUNBUFFERED="1"))
         except subprocess.TimeoutExpired:
             print(f"rdma_core_tests: FAIL: the suite did not finish within {TIME_LIMIT_S} s")
             sys.exit(1)
-        log = p.stdout + p.stderr
+        log = p.stdout
         with open(os.path.join(work, "log"), "w") as f:
             f.write(log)
         return judge(log, load_expected())

@@ -18,7 +18,10 @@
  *     ibv_dereg_mr EBUSY while bound, the completion opcodes, IBV_WC_MW_BIND_ERR for a bad bind;
  *   - a peer's DISCONNECTED comes after the completions that preceded it were polled, and
  *     within a bound when they are not;
- *   - a channel destroyed before its ids: their events are dropped, requests refused.
+ *   - a channel destroyed before its ids: their events are dropped, requests refused;
+ *   - external QPs: made with ibv_create_qp and named by rdma_conn_param.qp_num on both sides
+ *     (ESTABLISHED, as the kernel's iWARP CM reports, and a Send over them); a number that names
+ *     no QP of the device is refused with EINVAL.
  * Over 127.0.0.1 and ::1. Exit status 0 if every check passed; each failure prints the file
  * line and the expression. */
 #define _GNU_SOURCE
@@ -814,6 +817,93 @@ static void test_channel_destroyed_first(const char* host) {
   close_conn(&k);
 }
 
+/* QPs the application made with ibv_create_qp, named by rdma_conn_param.qp_num on both sides. */
+static void test_external_qp(const char* host) {
+  fprintf(stderr, "rdmacm_test: external QPs over %s\n", host);
+  struct rdma_event_channel* sch = rdma_create_event_channel();
+  struct rdma_event_channel* cch = rdma_create_event_channel();
+  CHECK(sch != NULL && cch != NULL);
+  if (sch == NULL || cch == NULL) return;
+  struct rdma_cm_id* listen_id = NULL;
+  struct sockaddr_storage any;
+  make_addr(host, 0, &any);
+  CHECK(rdma_create_id(sch, &listen_id, NULL, RDMA_PS_TCP) == 0 &&
+        rdma_bind_addr(listen_id, (struct sockaddr*)&any) == 0 && rdma_listen(listen_id, 1) == 0);
+  struct rdma_cm_id* c = resolved_id(cch, host, ntohs(rdma_get_src_port(listen_id)));
+  if (c == NULL) return;
+  struct ibv_cq* ccq = ibv_create_cq(c->verbs, 16, NULL, NULL, 0);
+  struct ibv_qp_init_attr a = qp_attr();
+  a.send_cq = a.recv_cq = ccq;
+  struct ibv_qp* cqp = ibv_create_qp(c->pd, &a);
+  CHECK(ccq != NULL && cqp != NULL);
+  if (cqp == NULL) return;
+  static char cbuf[64], sbuf[64];
+  struct ibv_mr* cmr = ibv_reg_mr(c->pd, cbuf, sizeof cbuf, IBV_ACCESS_LOCAL_WRITE);
+  struct rdma_conn_param cp;
+  memset(&cp, 0, sizeof cp);
+  cp.qp_num = cqp->qp_num + 1000; /* no QP of the device has this number */
+  errno = 0;
+  CHECK(rdma_connect(c, &cp) == -1 && errno == EINVAL);
+  cp.qp_num = cqp->qp_num;
+  CHECK(rdma_connect(c, &cp) == 0);
+  CHECK(c->qp == NULL);
+  struct rdma_cm_event* e = EXPECT_EVENT(sch, RDMA_CM_EVENT_CONNECT_REQUEST);
+  if (e == NULL) return;
+  struct rdma_cm_id* s = e->id;
+  rdma_ack_cm_event(e);
+  struct ibv_cq* scq = ibv_create_cq(s->verbs, 16, NULL, NULL, 0);
+  a = qp_attr();
+  a.send_cq = a.recv_cq = scq;
+  struct ibv_qp* sqp = ibv_create_qp(s->pd, &a);
+  struct ibv_mr* smr = ibv_reg_mr(s->pd, sbuf, sizeof sbuf, IBV_ACCESS_LOCAL_WRITE);
+  CHECK(scq != NULL && sqp != NULL && smr != NULL);
+  if (sqp == NULL || smr == NULL) return;
+  struct ibv_sge rsge = {(uintptr_t)sbuf, sizeof sbuf, smr->lkey};
+  struct ibv_recv_wr rwr = {.wr_id = 5, .sg_list = &rsge, .num_sge = 1};
+  struct ibv_recv_wr* bad_rwr = NULL;
+  CHECK(ibv_post_recv(sqp, &rwr, &bad_rwr) == 0);
+  memset(&cp, 0, sizeof cp);
+  cp.qp_num = sqp->qp_num;
+  CHECK(rdma_accept(s, &cp) == 0);
+  e = EXPECT_EVENT(sch, RDMA_CM_EVENT_ESTABLISHED);
+  if (e != NULL) rdma_ack_cm_event(e);
+  e = EXPECT_EVENT(cch, RDMA_CM_EVENT_ESTABLISHED);
+  if (e != NULL) rdma_ack_cm_event(e);
+  struct ibv_qp_attr qa;
+  struct ibv_qp_init_attr qia;
+  CHECK(ibv_query_qp(cqp, &qa, IBV_QP_STATE, &qia) == 0 && qa.qp_state == IBV_QPS_RTS);
+  CHECK(ibv_query_qp(sqp, &qa, IBV_QP_STATE, &qia) == 0 && qa.qp_state == IBV_QPS_RTS);
+  strcpy(cbuf, "external");
+  struct ibv_sge ssge = {(uintptr_t)cbuf, 9, cmr != NULL ? cmr->lkey : 0};
+  struct ibv_send_wr swr;
+  memset(&swr, 0, sizeof swr);
+  swr.wr_id = 6;
+  swr.opcode = IBV_WR_SEND;
+  swr.sg_list = &ssge;
+  swr.num_sge = 1;
+  swr.send_flags = IBV_SEND_SIGNALED;
+  struct ibv_send_wr* bad_swr = NULL;
+  CHECK(ibv_post_send(cqp, &swr, &bad_swr) == 0);
+  struct ibv_wc wc;
+  CHECK(wait_wc(ccq, &wc) == 1 && wc.status == IBV_WC_SUCCESS && wc.wr_id == 6);
+  CHECK(wait_wc(scq, &wc) == 1 && wc.status == IBV_WC_SUCCESS && wc.wr_id == 5 &&
+        wc.byte_len == 9 && wc.qp_num == sqp->qp_num);
+  CHECK(strcmp(sbuf, "external") == 0);
+  CHECK(rdma_disconnect(c) == 0);
+  e = EXPECT_EVENT(sch, RDMA_CM_EVENT_DISCONNECTED);
+  if (e != NULL) rdma_ack_cm_event(e);
+  CHECK(rdma_disconnect(s) == 0);
+  e = EXPECT_EVENT(cch, RDMA_CM_EVENT_DISCONNECTED);
+  if (e != NULL) rdma_ack_cm_event(e);
+  CHECK(rdma_destroy_id(s) == 0 && rdma_destroy_id(c) == 0 && rdma_destroy_id(listen_id) == 0);
+  CHECK(ibv_destroy_qp(sqp) == 0 && ibv_destroy_qp(cqp) == 0);
+  ibv_dereg_mr(smr);
+  if (cmr != NULL) ibv_dereg_mr(cmr);
+  CHECK(ibv_destroy_cq(scq) == 0 && ibv_destroy_cq(ccq) == 0);
+  rdma_destroy_event_channel(sch);
+  rdma_destroy_event_channel(cch);
+}
+
 int main(void) {
   test_basics();
   test_connection("127.0.0.1");
@@ -828,6 +918,7 @@ int main(void) {
   test_disconnect_after_completions("127.0.0.1", 1);
   test_disconnect_after_completions("127.0.0.1", 0);
   test_channel_destroyed_first("127.0.0.1");
+  test_external_qp("127.0.0.1");
   printf("rdmacm_test: %d checks, %d failed\n", checks, failures);
   return failures == 0 ? 0 : 1;
 }
