@@ -66,7 +66,7 @@ Result<Listener> EventChannel::listen(const std::string& host, std::uint16_t por
   opts.backlog = params.backlog;
   if (params.max_pending != 0) opts.max_pending = params.max_pending;
   if (params.request_timeout_ms != 0) opts.request_timeout = std::chrono::milliseconds(params.request_timeout_ms);
-  auto l = cm::Listener::listen(impl_->ctx->engine, impl_->events, *addr, opts, impl_->ctx);
+  auto l = cm::Listener::listen(impl_->ctx->engines, impl_->events, *addr, opts, impl_->ctx);
   if (!l) return Unexpected{l.error()};
   return Listener(std::move(*l));
 }
@@ -86,7 +86,7 @@ Result<Connection> EventChannel::connect(const std::string& host, std::uint16_t 
   }
   opts.mpa = to_mpa(params);
   opts.mpa_timeout = std::chrono::milliseconds(params.timeout_ms);
-  auto c = cm::Connection::connect(impl_->ctx->engine, impl_->events, *addr, *qp.impl_->qp, opts);
+  auto c = cm::Connection::connect(impl_->ctx->engines, impl_->events, *addr, *qp.impl_->qp, opts);
   if (!c) return Unexpected{c.error()};
   (*c)->set_owner(impl_->ctx);
   qp.impl_->bind(*c);

@@ -8,21 +8,21 @@
 #include "cm/connection.h"
 #include "cm/events.h"
 #include "runtime/completion_channel.h"
-#include "runtime/engine.h"
+#include "runtime/engine_pool.h"
 #include "verbs/completion_queue.h"
 #include "verbs/device.h"
 #include "verbs/protection_domain.h"
 #include "verbs/queue_pair.h"
-#include "verbs/revocation.h"
 #include "verbs/receive_queue.h"
+#include "verbs/revocation.h"
 
 namespace uwarp::detail {
 
 struct ContextImpl {
   verbs::Device device;
   runtime::AsyncEventQueue async;
-  // Last member: the progress thread stops first, before anything it may touch.
-  runtime::Engine engine;
+  // Last member: the progress threads stop first, before anything they may touch.
+  runtime::EnginePool engines;
   ContextImpl() { device.set_async_sink(&async); }
   ~ContextImpl() { device.set_async_sink(nullptr); }
 };

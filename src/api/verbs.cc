@@ -12,7 +12,7 @@ Result<Context> Context::open() {
   // The last reference may be dropped on the progress thread itself (by an object it retires);
   // the engine cannot join its own thread, so the context is then destroyed by another one.
   auto deleter = [](detail::ContextImpl* c) {
-    if (c->engine.on_engine_thread()) {
+    if (c->engines.on_any_engine_thread()) {
       std::thread([c] { delete c; }).detach();
     } else {
       delete c;

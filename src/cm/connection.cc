@@ -6,21 +6,27 @@
 
 namespace uwarp::cm {
 
-Connection::Connection(runtime::Engine& engine, const std::shared_ptr<EventChannel>& events)
-    : engine_(engine), events_(events), socket_(engine, *this), rtr_deadline_(engine) {}
+Connection::Connection(runtime::EnginePool& engines, const std::shared_ptr<EventChannel>& events)
+    : engines_(engines),
+      engine_(engines.control()),
+      events_(events),
+      socket_(engine_, *this),
+      rtr_deadline_(engine_) {}
 
 Connection::~Connection() {
   // The stream may outlive its connection object only long enough to close.
   if (stream_) stream_->abort();
 }
 
-Result<std::shared_ptr<Connection>> Connection::connect(runtime::Engine& engine, const std::shared_ptr<EventChannel>& events,
-                                                        const io::SocketAddress& peer, verbs::QueuePair& qp,
+Result<std::shared_ptr<Connection>> Connection::connect(runtime::EnginePool& engines,
+                                                        const std::shared_ptr<EventChannel>& events,
+                                                        const io::SocketAddress& peer,
+                                                        verbs::QueuePair& qp,
                                                         const ConnectOptions& options) {
   if (Status s = check_private_data(options.mpa.private_data); !s) return Unexpected{std::move(s)};
   auto fd = io::tcp_connect_start(peer, options.local ? &*options.local : nullptr);
   if (!fd) return Unexpected{fd.error()};
-  std::shared_ptr<Connection> c(new Connection(engine, events));
+  std::shared_ptr<Connection> c(new Connection(engines, events));
   c->peer_ = peer;
   c->qp_ = &qp;
   c->socket_.set_fd(std::move(*fd));
@@ -28,7 +34,7 @@ Result<std::shared_ptr<Connection>> Connection::connect(runtime::Engine& engine,
   c->initiator_.emplace(options.mpa);
   c->self_ = c;
   const auto timeout = options.mpa_timeout;
-  engine.post([c, timeout] {
+  c->engine_.post([c, timeout] {
     if (Status s = c->socket_.attach(); !s) {
       c->fail(CmEventType::kConnectError, s, std::nullopt);
       return;
@@ -43,11 +49,13 @@ Result<std::shared_ptr<Connection>> Connection::connect(runtime::Engine& engine,
   return c;
 }
 
-std::shared_ptr<Connection> Connection::accepted(runtime::Engine& engine, const std::shared_ptr<EventChannel>& events,
+std::shared_ptr<Connection> Connection::accepted(runtime::EnginePool& engines,
+                                                 const std::shared_ptr<EventChannel>& events,
                                                  std::shared_ptr<Listener> listener, io::Fd fd,
-                                                 const io::SocketAddress& peer, std::chrono::milliseconds timeout) {
-  // Engine thread.
-  std::shared_ptr<Connection> c(new Connection(engine, events));
+                                                 const io::SocketAddress& peer,
+                                                 std::chrono::milliseconds timeout) {
+  // Control engine thread.
+  std::shared_ptr<Connection> c(new Connection(engines, events));
   c->listener_ = listener;
   c->owner_ = listener->owner();
   c->peer_ = peer;
@@ -201,8 +209,12 @@ void Connection::start_stream(const verbs::LinkParams& params, ConstByteSpan ear
   io::Fd fd = socket_.hand_over();
   state_ = State::kEstablishing;
   if (self_) engine_.retire(std::move(self_));
-  stream_ = std::make_shared<runtime::Stream>(engine_, std::move(fd), *qp_, weak_from_this());
-  stream_->start(params, early);
+  runtime::Engine& carrier = engines_.for_stream();
+  stream_ =
+      std::make_shared<runtime::Stream>(carrier, engine_, std::move(fd), *qp_, weak_from_this());
+  // On the stream's engine thread, and before the connection reports itself established (the
+  // QP is then in RTS). That engine never waits for this one, so the wait cannot deadlock.
+  carrier.run_sync([&] { stream_->start(params, early); });
 }
 
 void Connection::abort_stream() {

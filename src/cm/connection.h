@@ -2,9 +2,10 @@
 // MpaResponder), then the stream that carries the QP's traffic (runtime::Stream). One TCP
 // connection per QP; ports are TCP ports.
 //
-// Threads: the handshake runs on the engine thread; connect/accept/reject/disconnect may be
-// called from any thread. The QP must outlive the connection's use of it: destroy the
-// connection (or call abort()) before the QP.
+// Threads: the handshake runs on the control engine's thread (runtime/engine_pool.h), the stream
+// on the engine the pool picks for it when the connection is established; connect/accept/
+// reject/disconnect may be called from any thread. The QP must outlive the connection's use of it:
+// destroy the connection (or call abort()) before the QP.
 #pragma once
 
 #include <chrono>
@@ -19,6 +20,7 @@
 #include "io/backend.h"
 #include "proto/mpa_negotiator.h"
 #include "runtime/engine.h"
+#include "runtime/engine_pool.h"
 #include "runtime/engine_timer.h"
 #include "runtime/stream.h"
 #include "verbs/queue_pair.h"
@@ -30,13 +32,17 @@ class Connection final : public HandshakeEvents,
                          public std::enable_shared_from_this<Connection> {
  public:
   // Active side: connects `qp` to `peer`; kEstablished, kRejected or kConnectError follows.
-  static Result<std::shared_ptr<Connection>> connect(runtime::Engine& engine, const std::shared_ptr<EventChannel>& events,
-                                                     const io::SocketAddress& peer, verbs::QueuePair& qp,
+  static Result<std::shared_ptr<Connection>> connect(runtime::EnginePool& engines,
+                                                     const std::shared_ptr<EventChannel>& events,
+                                                     const io::SocketAddress& peer,
+                                                     verbs::QueuePair& qp,
                                                      const ConnectOptions& options);
   // Passive side: a connection accepted by a listener; reads the MPA request.
-  static std::shared_ptr<Connection> accepted(runtime::Engine& engine, const std::shared_ptr<EventChannel>& events,
+  static std::shared_ptr<Connection> accepted(runtime::EnginePool& engines,
+                                              const std::shared_ptr<EventChannel>& events,
                                               std::shared_ptr<Listener> listener, io::Fd fd,
-                                              const io::SocketAddress& peer, std::chrono::milliseconds timeout);
+                                              const io::SocketAddress& peer,
+                                              std::chrono::milliseconds timeout);
   ~Connection() override;
 
   // Passive side, after kConnectRequest. Peer-to-peer (RFC 6581), the connection is established
@@ -75,7 +81,7 @@ class Connection final : public HandshakeEvents,
   enum class State : std::uint8_t {
     kConnecting, kAwaitingReply, kAwaitingRequest, kRequestPending, kEstablishing, kEstablished, kClosed
   };
-  Connection(runtime::Engine& engine, const std::shared_ptr<EventChannel>& events);
+  Connection(runtime::EnginePool& engines, const std::shared_ptr<EventChannel>& events);
 
   void start_stream(const verbs::LinkParams& params, ConstByteSpan early);
   // Ends the stream, if there is one, at once: the QP is unbound and the socket closed.
@@ -89,7 +95,8 @@ class Connection final : public HandshakeEvents,
   // Passive side, peer-to-peer: the RTR did not arrive in time (engine thread).
   void rtr_deadline_expired();
 
-  runtime::Engine& engine_;
+  runtime::EnginePool& engines_;
+  runtime::Engine& engine_;  // the control engine: the handshake and this object's state
   std::weak_ptr<EventChannel> events_;
   std::shared_ptr<void> owner_;  // keeps the engine's owner alive as long as this object
   std::weak_ptr<Listener> listener_;

@@ -4,12 +4,15 @@
 
 namespace uwarp::cm {
 
-Result<std::shared_ptr<Listener>> Listener::listen(runtime::Engine& engine, const std::shared_ptr<EventChannel>& events,
-                                                   const io::SocketAddress& address, const ListenOptions& options,
+Result<std::shared_ptr<Listener>> Listener::listen(runtime::EnginePool& engines,
+                                                   const std::shared_ptr<EventChannel>& events,
+                                                   const io::SocketAddress& address,
+                                                   const ListenOptions& options,
                                                    std::shared_ptr<void> owner) {
   auto fd = io::tcp_listen(address, options.backlog);
   if (!fd) return Unexpected{fd.error()};
-  std::shared_ptr<Listener> l(new Listener(engine, events, options));
+  std::shared_ptr<Listener> l(new Listener(engines, events, options));
+  runtime::Engine& engine = engines.control();
   l->owner_ = std::move(owner);
   l->fd_ = std::move(*fd);
   l->address_ = io::local_address(l->fd_.get());
@@ -101,7 +104,8 @@ void Listener::on_accept(Result<io::Fd> connection, const io::SocketAddress& pee
   }
   auto events = events_.lock();
   if (!events) return;
-  Connection::accepted(engine_, events, shared_from_this(), std::move(*connection), peer, options_.request_timeout);
+  Connection::accepted(engines_, events, shared_from_this(), std::move(*connection), peer,
+                       options_.request_timeout);
 }
 
 ListenerCounts Listener::counts() const {

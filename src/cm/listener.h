@@ -18,8 +18,8 @@
 // from any thread (the counters are atomics written on the engine thread).
 #pragma once
 
-#include <chrono>
 #include <atomic>
+#include <chrono>
 #include <deque>
 #include <memory>
 #include <unordered_map>
@@ -29,6 +29,7 @@
 #include "cm/listen_options.h"
 #include "io/backend.h"
 #include "runtime/engine.h"
+#include "runtime/engine_pool.h"
 #include "runtime/engine_timer.h"
 
 namespace uwarp::cm {
@@ -37,8 +38,10 @@ class Listener final : public io::IoHandler, public std::enable_shared_from_this
  public:
   // `owner` (may be null) is kept alive by the listener and by every connection it accepts; it
   // is set before accepting starts, as connections may arrive at once.
-  static Result<std::shared_ptr<Listener>> listen(runtime::Engine& engine, const std::shared_ptr<EventChannel>& events,
-                                                  const io::SocketAddress& address, const ListenOptions& options,
+  static Result<std::shared_ptr<Listener>> listen(runtime::EnginePool& engines,
+                                                  const std::shared_ptr<EventChannel>& events,
+                                                  const io::SocketAddress& address,
+                                                  const ListenOptions& options,
                                                   std::shared_ptr<void> owner);
   ~Listener() override;
   // Stops accepting; pending (unanswered) requests are closed.
@@ -68,15 +71,21 @@ class Listener final : public io::IoHandler, public std::enable_shared_from_this
     bool complete = false;                   // its request waits to be reported
   };
 
-  Listener(runtime::Engine& engine, const std::shared_ptr<EventChannel>& events, const ListenOptions& options)
-      : engine_(engine), events_(events), options_(options), order_timer_(engine) {}
+  Listener(runtime::EnginePool& engines, const std::shared_ptr<EventChannel>& events,
+           const ListenOptions& options)
+      : engines_(engines),
+        engine_(engines.control()),
+        events_(events),
+        options_(options),
+        order_timer_(engine_) {}
   void pending_changed() { pending_count_.store(pending_.size(), std::memory_order_relaxed); }
   // Reports the complete requests at the front of the order, drops the places that have
   // expired there, and sets a timer for the first expiry that holds back a complete request.
   void report_in_order();
   std::deque<Arrival>::iterator arrival_of(Connection* c);
 
-  runtime::Engine& engine_;
+  runtime::EnginePool& engines_;
+  runtime::Engine& engine_;  // the control engine
   std::weak_ptr<EventChannel> events_;
   std::shared_ptr<void> owner_;  // keeps the engine's owner alive as long as this object
   io::Fd fd_;

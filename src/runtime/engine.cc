@@ -21,7 +21,7 @@ std::size_t Engine::default_send_budget() {
 }
 
 std::size_t Engine::notsent_lowat() const {
-  return runtime::notsent_lowat(send_budget_, streams_.load(std::memory_order_relaxed));
+  return runtime::notsent_lowat(send_budget_, budget_streams_->load(std::memory_order_relaxed));
 }
 
 Engine::Engine(std::chrono::microseconds spin) : spin_(spin) {

@@ -51,10 +51,23 @@ class Engine {
   // Keeps `object` alive until the engine thread has finished what it is doing.
   void retire(std::shared_ptr<void> object);
 
-  // The streams that transmit through this engine share its send budget (send_budget.h). Any
-  // thread; a stream counts itself once from its start until it lets go of its QP.
-  void stream_started() { streams_.fetch_add(1, std::memory_order_relaxed); }
-  void stream_ended() { streams_.fetch_sub(1, std::memory_order_relaxed); }
+  // The streams of the engine's context share its send budget (send_budget.h), whichever of the
+  // context's engines carries them (runtime/engine_pool.h: the pool names the shared count with
+  // share_budget; alone, the engine counts its own). Any thread; a stream counts itself once
+  // from its start until it lets go of its QP.
+  void stream_started() {
+    streams_.fetch_add(1, std::memory_order_relaxed);
+    if (budget_streams_ != &streams_) budget_streams_->fetch_add(1, std::memory_order_relaxed);
+  }
+  void stream_ended() {
+    streams_.fetch_sub(1, std::memory_order_relaxed);
+    if (budget_streams_ != &streams_) budget_streams_->fetch_sub(1, std::memory_order_relaxed);
+  }
+  // The streams this engine carries.
+  std::size_t streams() const { return streams_.load(std::memory_order_relaxed); }
+  // Before the first stream starts: `count` (which outlives the engine) counts the streams
+  // that share the budget.
+  void share_budget(std::atomic<std::size_t>* count) { budget_streams_ = count; }
   // Each stream's share now: its socket's TCP_NOTSENT_LOWAT, 0 for the kernel's default.
   std::size_t notsent_lowat() const;
   // UWARP_SEND_BUDGET (bytes) from the environment, else kSendBudget.
@@ -79,6 +92,7 @@ class Engine {
   const std::chrono::microseconds spin_;
   const std::size_t send_budget_ = default_send_budget();
   std::atomic<std::size_t> streams_{0};
+  std::atomic<std::size_t>* budget_streams_ = &streams_;
   std::thread::id thread_id_;
   std::thread thread_;
 };

@@ -8,9 +8,10 @@ namespace {
 constexpr auto kLinger = std::chrono::seconds(3);
 }  // namespace
 
-Stream::Stream(Engine& engine, io::Fd fd, verbs::QueuePair& qp,
+Stream::Stream(Engine& engine, Engine& observer_engine, io::Fd fd, verbs::QueuePair& qp,
                std::weak_ptr<StreamObserver> observer)
     : engine_(engine),
+      observer_engine_(observer_engine),
       fd_(std::move(fd)),
       qp_(&qp),
       observer_(std::move(observer)),
@@ -61,7 +62,7 @@ void Stream::check_silent_peer(int round) {
 void Stream::pump_tx_locked(verbs::QueuePair& qp) {
   if (!rdmap_) return;  // not started yet
   if (qp.take_rtr_received_locked()) {
-    engine_.post([observer = observer_] {
+    observer_engine_.post([observer = observer_] {
       if (auto o = observer.lock()) o->stream_rtr_received();
     });
   }
@@ -338,7 +339,13 @@ void Stream::teardown(bool graceful, const std::string& why) {
   } else {
     fd_.reset();
   }
-  if (auto o = observer_.lock()) o->stream_closed(graceful, why);
+  if (&observer_engine_ == &engine_) {
+    if (auto o = observer_.lock()) o->stream_closed(graceful, why);
+  } else {
+    observer_engine_.post([observer = observer_, graceful, why] {
+      if (auto o = observer.lock()) o->stream_closed(graceful, why);
+    });
+  }
   observer_.reset();
 }
 

@@ -42,7 +42,10 @@ class Stream final : public io::IoHandler,
                      public verbs::CqPollSource,
                      public std::enable_shared_from_this<Stream> {
  public:
-  Stream(Engine& engine, io::Fd fd, verbs::QueuePair& qp, std::weak_ptr<StreamObserver> observer);
+  // `engine` carries the stream; the observer is told on `observer_engine`'s thread (the same
+  // engine, or the context's control engine: runtime/engine_pool.h).
+  Stream(Engine& engine, Engine& observer_engine, io::Fd fd, verbs::QueuePair& qp,
+         std::weak_ptr<StreamObserver> observer);
 
   // Engine thread: binds the QP with the negotiated parameters (it enters RTS), feeds bytes that
   // arrived with the MPA exchange, and starts I/O.
@@ -111,6 +114,7 @@ class Stream final : public io::IoHandler,
   void teardown(bool graceful, const std::string& why);
 
   Engine& engine_;
+  Engine& observer_engine_;
   io::Fd fd_;
   Mutex mu_;
   verbs::QueuePair* qp_ GUARDED_BY(mu_);

@@ -15,18 +15,21 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-// Holds the context's progress thread inside a task until release() (or destruction), so that
-// only application threads can receive meanwhile.
+// Holds each of the context's progress threads inside a task until release() (or
+// destruction), so that only application threads can receive meanwhile.
 class ProgressThreadBlocker {
  public:
   explicit ProgressThreadBlocker(Context& ctx) {
-    std::promise<void> entered;
     auto released = released_.get_future().share();
-    detail::Access::impl(ctx)->engine.post([&entered, released] {
-      entered.set_value();
-      released.wait();
-    });
-    entered.get_future().wait();
+    runtime::EnginePool& engines = detail::Access::impl(ctx)->engines;
+    for (std::size_t i = 0; i < engines.size(); ++i) {
+      std::promise<void> entered;
+      engines.at(i).post([&entered, released] {
+        entered.set_value();
+        released.wait();
+      });
+      entered.get_future().wait();
+    }
   }
   ~ProgressThreadBlocker() { release(); }
   void release() {
@@ -57,7 +60,7 @@ bool poll_until(CompletionQueue& cq, Pred pred, std::vector<WorkCompletion>* got
 TEST(BusyPoll, CqPollReceivesSendsAndWritesWhileTheProgressThreadCannot) {
   ConnectedPair p;
   ASSERT_TRUE(p.connected);
-  if (detail::Access::impl(p.context())->engine.backend().name() == "io_uring") {
+  if (detail::Access::impl(p.context())->engines.control().backend().name() == "io_uring") {
     // io_uring: the engine's armed watch receives the first bytes itself, and they wait for
     // the progress thread (docs/threading.md, "Busy polling"). CI runs this test with
     // UWARP_IO=epoll too.
