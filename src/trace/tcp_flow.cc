@@ -41,6 +41,26 @@ void TcpFlow::segment(PacketTime time, bool from_local, std::uint8_t flags, Cons
 void TcpFlow::bytes(PacketTime time, bool from_local, ConstByteSpan bytes,
                     std::vector<std::uint8_t>& out) {
   if (!opened_) open(time, from_local, out);
+  (from_local ? local_units_ : peer_units_).add(bytes);
+  emit(time, from_local, false, out);
+}
+
+void TcpFlow::emit(PacketTime time, bool from_local, bool flush, std::vector<std::uint8_t>& out) {
+  MpaUnits& units = from_local ? local_units_ : peer_units_;
+  const MpaUnits& other = from_local ? peer_units_ : local_units_;
+  for (;;) {
+    // A direction carries markers if the other end asked for them in its MPA frame.
+    units.set_markers(other.frame_seen() && other.frame_asks_markers());
+    std::size_t n = units.next_unit();
+    if (n == 0 && flush) n = units.held();
+    if (n == 0) return;
+    data(time, from_local, units.front().first(n), out);
+    units.take(n);
+  }
+}
+
+void TcpFlow::data(PacketTime time, bool from_local, ConstByteSpan bytes,
+                   std::vector<std::uint8_t>& out) {
   while (!bytes.empty()) {
     const ConstByteSpan piece = bytes.first(std::min(bytes.size(), kMaxSegmentPayload));
     segment(time, from_local, kTcpAck | kTcpPsh, piece, out);
@@ -51,6 +71,8 @@ void TcpFlow::bytes(PacketTime time, bool from_local, ConstByteSpan bytes,
 
 void TcpFlow::closed(PacketTime time, std::vector<std::uint8_t>& out) {
   if (!opened_ || fin_sent_) return;
+  emit(time, true, true, out);
+  emit(time, false, true, out);
   fin_sent_ = true;
   segment(time, true, kTcpFin | kTcpAck, {}, out);
   ++local_next_;

@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <string>
 #include <vector>
 
 namespace uwarp::trace {
@@ -115,6 +116,41 @@ TEST(TcpFlow, LargeWritesAreSplitIntoSegments) {
     joined.insert(joined.end(), p[i].payload.begin(), p[i].payload.end());
   }
   EXPECT_EQ(joined, big);
+}
+
+TEST(TcpFlow, SegmentsBeginAtMpaUnits) {
+  TcpFlow flow(ep(1, 1), ep(2, 2));
+  std::vector<std::uint8_t> out;
+  const std::string key = "MPA ID Rep Frame";
+  std::vector<std::uint8_t> reply(key.begin(), key.end());
+  reply.insert(reply.end(), {0x00, 2, 0, 0});
+  // An FPDU of 6 bytes of ULPDU: length field, ULPDU, CRC (2 + 6 + 0 pad + 4).
+  const std::vector<std::uint8_t> fpdu = {0, 6, 1, 2, 3, 4, 5, 6, 9, 9, 9, 9};
+  // The reply, one FPDU and half the next, received at once: two segments now.
+  std::vector<std::uint8_t> piece = reply;
+  piece.insert(piece.end(), fpdu.begin(), fpdu.end());
+  piece.insert(piece.end(), fpdu.begin(), fpdu.begin() + 5);
+  flow.bytes({}, false, piece, out);
+  auto p = parse(out);
+  ASSERT_EQ(p.size(), 3u + 2u);
+  EXPECT_EQ(p[3].payload, reply);
+  EXPECT_EQ(p[4].payload, fpdu);
+  // The rest of the second FPDU completes it: one segment of all of it.
+  out.clear();
+  flow.bytes({}, false, ConstByteSpan(fpdu).subspan(5), out);
+  p = parse(out);
+  ASSERT_EQ(p.size(), 1u);
+  EXPECT_EQ(p[0].payload, fpdu);
+  EXPECT_EQ(p[0].seq, TcpFlow::kInitiatorIsn + 1 + reply.size() + fpdu.size());
+  // A partial FPDU held at the close is written before the FIN.
+  out.clear();
+  flow.bytes({}, false, ConstByteSpan(fpdu).first(3), out);
+  EXPECT_TRUE(out.empty());
+  flow.closed({}, out);
+  p = parse(out);
+  ASSERT_EQ(p.size(), 2u);
+  EXPECT_EQ(p[0].payload, std::vector<std::uint8_t>(fpdu.begin(), fpdu.begin() + 3));
+  EXPECT_EQ(p[1].flags, kTcpFin | kTcpAck);
 }
 
 TEST(TcpFlow, ClosedBeforeAnyBytesWritesNothing) {
