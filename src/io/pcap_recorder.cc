@@ -28,13 +28,22 @@ namespace uwarp::io {
 namespace pcap_detail {
 
 namespace {
-const char* pattern_at_load() {
-  const char* v = std::getenv("UWARP_PCAP");
-  return v != nullptr && *v != '\0' ? v : nullptr;
+
+void stop_in_child() {
+  enabled.store(false, std::memory_order_relaxed);
 }
+
+bool tracing_at_load() {
+  const char* v = std::getenv("UWARP_PCAP");
+  if (v == nullptr || *v == '\0') return false;
+  // A forked child shares the file and the recorder's state as they were: it traces nothing.
+  ::pthread_atfork(nullptr, nullptr, stop_in_child);
+  return true;
+}
+
 }  // namespace
 
-std::atomic<bool> enabled{pattern_at_load() != nullptr};
+std::atomic<bool> enabled{tracing_at_load()};
 
 }  // namespace pcap_detail
 
@@ -123,10 +132,6 @@ void flush_at_exit() {
   if (Recorder* r = g_recorder.load(std::memory_order_acquire)) r->flush();
 }
 
-void stop_in_child() {
-  pcap_detail::enabled.store(false, std::memory_order_relaxed);
-}
-
 Recorder* Recorder::get() {
   if (Recorder* r = g_recorder.load(std::memory_order_acquire)) return r;
   MutexLock lock(g_make_mu);
@@ -151,7 +156,6 @@ Recorder* Recorder::get() {
   auto* r = new Recorder(file);
   std::thread([r] { r->writer_loop(); }).detach();
   std::atexit(flush_at_exit);
-  ::pthread_atfork(nullptr, nullptr, stop_in_child);
   g_recorder.store(r, std::memory_order_release);
   if (log::enabled(log::Level::kInfo)) log::emit(log::Level::kInfo, "pcap", "tracing to " + path);
   return r;

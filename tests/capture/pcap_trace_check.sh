@@ -5,7 +5,8 @@
 # without and with CRC; then decodes every file with tshark as tshark_check.sh decodes captures
 # taken on lo: no "Malformed", no "Bad CRC32", the MPA request and reply, every data-carrying TCP
 # segment claimed by the iWARP dissectors. And counts: the RDMAP messages decoded of the run's
-# opcode number at least the messages it sent, and carry at least its bytes.
+# opcode number at least the messages it sent, and carry at least its bytes; and the two ends'
+# files, each written by its own process, decode to the same messages and bytes of every opcode.
 # Needs no root and no dumpcap.
 # Usage: tests/capture/pcap_trace_check.sh [BIN_DIR] [KEEP_DIR]
 set -euo pipefail
@@ -89,6 +90,17 @@ expect_messages() {
     fail "$1: $2: decoded $messages messages and $bytes bytes, fewer than the $4 and $5 sent"
 }
 
+# expect_same_totals NAME_A NAME_B: the same messages and bytes of each RDMAP opcode in both.
+expect_same_totals() {
+  local op a b
+  for op in 0 1 2 3 7; do
+    checks=$((checks + 1))
+    a=$(rdmap_totals "$1" "$op")
+    b=$(rdmap_totals "$2" "$op")
+    [ "$a" = "$b" ] || fail "opcode $op: $1 decodes to $a (messages, bytes), $2 to $b"
+  done
+}
+
 sizes=0,1,4K,100K,1M
 iters=16
 sent_bytes=$(( (0 + 1 + 4096 + 102400 + 1048576) * iters ))
@@ -127,6 +139,7 @@ for crc in nocrc crc; do
           expect_messages "$name-$end" "Read Response" 2 "$sent_messages" "$sent_bytes" ;;
       esac
     done
+    expect_same_totals "$name-client" "$name-server"
   done
 done
 
@@ -158,6 +171,7 @@ if command -v rping >/dev/null; then
       expect_messages "$name-$end" "Read Response" 2 3 3000
       expect_messages "$name-$end" "RDMA Write" 0 3 3000
     done
+    expect_same_totals "$name-client" "$name-server"
   done
 else
   echo "pcap_trace_check: rping (rdmacm-utils) not installed: uwarp-run --pcap not checked" >&2
