@@ -31,6 +31,7 @@ void MpaUnits::add(ConstByteSpan bytes) {
 std::size_t MpaUnits::next_unit() {
   const std::uint8_t* p = buffer_.data() + start_;
   const std::size_t size = held();
+  if (size == 0) return 0;
   switch (phase_) {
     case Phase::kRaw:
       return size;
