@@ -16,6 +16,7 @@
 #include <cstdlib>
 
 #include "api/impl.h"
+#include "base/log.h"
 #include "common/boundary.h"
 #include "common/objects.h"
 
@@ -69,19 +70,16 @@ bool translate(OfaContext& c, const uwarp::AsyncEvent& e, ibv_async_event& out)
   return false;
 }
 
+// UWARP_LOG=debug (or UWARP_IBVERBS_DEBUG=1, its older name) logs every async event.
 bool debug_enabled() {
-  static const bool on = [] {
-    const char* v = std::getenv("UWARP_IBVERBS_DEBUG");
-    return v != nullptr && *v != '\0' && *v != '0';
-  }();
-  return on;
+  return uwarp::log::enabled(uwarp::log::Level::kDebug);
 }
 
 void trace(const uwarp::AsyncEvent& e) {
-  const std::string_view type = to_string(e.type);
-  std::fprintf(stderr, "uwarp libibverbs: async event %.*s, QP %u: %s\n",
-               static_cast<int>(type.size()), type.data(), e.qp_num,
-               e.detail.empty() ? "-" : e.detail.c_str());
+  uwarp::log::emit(uwarp::log::Level::kDebug, "ibverbs",
+                   "async event " + std::string(to_string(e.type)) + ", QP " +
+                       std::to_string(e.qp_num) + ": " +
+                       (e.detail.empty() ? std::string("-") : e.detail));
 }
 
 template <typename Ibv>

@@ -33,6 +33,7 @@
 #include <thread>
 #include <vector>
 
+#include "base/log.h"
 #include "common/boundary.h"
 #include "common/errno_map.h"
 
@@ -359,24 +360,20 @@ void on_connection_event(CmEvent& e) REQUIRES(cma_mu) {
   queue_event_locked(ev);
 }
 
-// UWARP_RDMACM_DEBUG=1 traces every core event on stderr.
+// UWARP_LOG=debug (or UWARP_RDMACM_DEBUG=1, its older name) logs every core event.
 bool debug_enabled() {
-  static const bool on = [] {
-    const char* v = std::getenv("UWARP_RDMACM_DEBUG");
-    return v != nullptr && *v != '\0' && *v != '0';
-  }();
-  return on;
+  return uwarp::log::enabled(uwarp::log::Level::kDebug);
 }
 
 void trace_core_event(const CmEvent& e) {
-  std::fprintf(stderr, "uwarp librdmacm: core event %s %s -> %s (%s)",
-               std::string(to_string(e.type)).c_str(), e.connection.local_address().c_str(),
-               e.connection.peer_address().c_str(), e.status.to_string().c_str());
+  std::string line = "core event " + std::string(to_string(e.type)) + " " +
+                     e.connection.local_address() + " -> " + e.connection.peer_address() + " (" +
+                     e.status.to_string() + ")";
   if (e.type == CmEventType::kEstablished) {
-    std::fprintf(stderr, " MPA revision %d, CRC %s, markers %s", e.connection.mpa_revision(),
-                 e.connection.crc() ? "on" : "off", markers_agreed(e.connection));
+    line += " MPA revision " + std::to_string(e.connection.mpa_revision()) + ", CRC " +
+            (e.connection.crc() ? "on" : "off") + ", markers " + markers_agreed(e.connection);
   }
-  std::fputc('\n', stderr);
+  uwarp::log::emit(uwarp::log::Level::kDebug, "rdmacm", line);
 }
 
 void route(CmEvent& e) {

@@ -1,10 +1,44 @@
 #include "cm/connection.h"
 
+#include "base/log.h"
 #include "cm/handshake_steps.h"
 #include "cm/listener.h"
 #include "cm/setup_terminate.h"
+#include "io/pcap_recorder.h"
 
 namespace uwarp::cm {
+namespace {
+
+bool logging(log::Level level) {
+  return log::enabled(level);
+}
+
+std::string_view rtr_name(proto::RtrType rtr) {
+  switch (rtr) {
+    case proto::RtrType::kNone:
+      return "none";
+    case proto::RtrType::kWrite:
+      return "Write";
+    case proto::RtrType::kRead:
+      return "Read";
+    case proto::RtrType::kSend:
+      return "Send";
+  }
+  return "?";
+}
+
+}  // namespace
+
+void Connection::log_line(log::Level level, std::string_view what) const {
+  std::string line = qp_num_ != 0 ? "QP " + std::to_string(qp_num_) + ": " : std::string();
+  line += what;
+  line += " (local ";
+  line += local_.to_string();
+  line += ", peer ";
+  line += peer_.to_string();
+  line += ')';
+  log::emit(level, "cm", line);
+}
 
 Connection::Connection(runtime::EnginePool& engines, const std::shared_ptr<EventChannel>& events)
     : engines_(engines),
@@ -29,10 +63,12 @@ Result<std::shared_ptr<Connection>> Connection::connect(runtime::EnginePool& eng
   std::shared_ptr<Connection> c(new Connection(engines, events));
   c->peer_ = peer;
   c->qp_ = &qp;
+  c->qp_num_ = qp.qp_num();
   c->socket_.set_fd(std::move(*fd));
   c->local_ = io::local_address(c->socket_.fd());
   c->initiator_.emplace(options.mpa);
   c->self_ = c;
+  if (logging(log::Level::kInfo)) c->log_line(log::Level::kInfo, "connecting");
   const auto timeout = options.mpa_timeout;
   c->engine_.post([c, timeout] {
     if (Status s = c->socket_.attach(); !s) {
@@ -62,6 +98,8 @@ std::shared_ptr<Connection> Connection::accepted(runtime::EnginePool& engines,
   c->socket_.set_fd(std::move(fd));
   c->local_ = io::local_address(c->socket_.fd());
   c->state_ = State::kAwaitingRequest;
+  if (logging(log::Level::kDebug))
+    c->log_line(log::Level::kDebug, "TCP connection accepted, awaiting its MPA request");
   if (!c->socket_.attach()) return nullptr;
   c->socket_.deadline().arm(runtime::Clock::now() + timeout, c->weak_from_this(), [](Connection& self) {
     if (self.state_ != State::kAwaitingRequest) return;
@@ -99,6 +137,8 @@ void Connection::handshake_lost(Status why) {
   if (state_ == State::kAwaitingReply) {
     fail(CmEventType::kConnectError, std::move(why), std::nullopt);
   } else if (state_ == State::kAwaitingRequest) {
+    if (logging(log::Level::kInfo))
+      log_line(log::Level::kInfo, "connection lost before its MPA request: " + why.to_string());
     close_handshake();
   }
 }
@@ -114,6 +154,8 @@ void Connection::on_reply_bytes() {
       return;
     case ReplyVerdict::Next::kRejected:
       outcome_ = initiator_->outcome();
+      if (logging(log::Level::kInfo))
+        log_line(log::Level::kInfo, "rejected by the peer: " + v.why.to_string());
       emit(CmEventType::kRejected, std::move(v.why), outcome_.peer_private_data);
       close_handshake();
       return;
@@ -122,6 +164,7 @@ void Connection::on_reply_bytes() {
       start_stream(v.link, v.early);
       if (state_ == State::kEstablishing) {
         state_ = State::kEstablished;
+        if (logging(log::Level::kInfo)) log_line(log::Level::kInfo, "established");
         emit(CmEventType::kEstablished, Status::ok(), outcome_.peer_private_data);
       }
       return;
@@ -135,9 +178,12 @@ void Connection::on_request_bytes() {
       socket_.receive_more();
       return;
     case RequestVerdict::Next::kDrop:
+      if (logging(log::Level::kWarn))
+        log_line(log::Level::kWarn, "closed: invalid or oversized MPA request");
       close_handshake();
       return;
     case RequestVerdict::Next::kReport:
+      if (logging(log::Level::kInfo)) log_line(log::Level::kInfo, "connection request");
       socket_.deadline().cancel();
       state_ = State::kRequestPending;
       if (auto l = listener_.lock()) {
@@ -165,6 +211,8 @@ Status Connection::accept(verbs::QueuePair& qp, const proto::MpaParams& local,
       return;
     }
     qp_ = &qp;
+    qp_num_ = qp.qp_num();
+    if (logging(log::Level::kInfo)) log_line(log::Level::kInfo, "accepting");
     socket_.send_frame(responder_.accept(local));
     outcome_ = responder_.outcome();
     start_stream(link_params(outcome_, /*initiator=*/false), {});
@@ -172,6 +220,7 @@ Status Connection::accept(verbs::QueuePair& qp, const proto::MpaParams& local,
     if (state_ != State::kEstablishing) return;
     if (outcome_.rtr == proto::RtrType::kNone) {
       state_ = State::kEstablished;
+      if (logging(log::Level::kInfo)) log_line(log::Level::kInfo, "established");
       emit(CmEventType::kEstablished, Status::ok());
     } else {
       rtr_deadline_.arm(runtime::Clock::now() + rtr_timeout, weak_from_this(),
@@ -186,6 +235,8 @@ void Connection::rtr_deadline_expired() {
   // The connection never came up: a connect error, and no kDisconnected when the stream closes.
   state_ = State::kClosed;
   disconnected_event_sent_ = true;
+  if (logging(log::Level::kWarn))
+    log_line(log::Level::kWarn, "connect error: no RTR from the peer in time");
   abort_stream();
   if (qp_ != nullptr) [[maybe_unused]] Status s = qp_->modify_state(QpState::kError);  // flushes
   emit(CmEventType::kConnectError, Status(Errc::kTimedOut, "no RTR from the peer in time"));
@@ -199,6 +250,7 @@ Status Connection::reject(std::span<const std::uint8_t> private_data) {
       result = Status(Errc::kInvalidState, "no connection request is pending");
       return;
     }
+    if (logging(log::Level::kInfo)) log_line(log::Level::kInfo, "rejecting the connection request");
     socket_.send_frame(responder_.reject(private_data));
     close_handshake();
   });
@@ -208,6 +260,16 @@ Status Connection::reject(std::span<const std::uint8_t> private_data) {
 void Connection::start_stream(const verbs::LinkParams& params, ConstByteSpan early) {
   io::Fd fd = socket_.hand_over();
   state_ = State::kEstablishing;
+  if (logging(log::Level::kInfo)) {
+    log_line(log::Level::kInfo, "MPA revision " + std::to_string(outcome_.revision) + ", CRC " +
+                                    (params.crc ? "on" : "off") + ", markers sent " +
+                                    (params.send_markers ? "yes" : "no") + ", received " +
+                                    (params.receive_markers ? "yes" : "no") + ", IRD " +
+                                    std::to_string(outcome_.ird) + ", ORD " +
+                                    std::to_string(outcome_.ord) + ", RTR " +
+                                    std::string(rtr_name(outcome_.rtr)) + ", " +
+                                    (params.initiator ? "initiator" : "responder"));
+  }
   if (self_) engine_.retire(std::move(self_));
   runtime::Engine& carrier = engines_.for_stream();
   stream_ =
@@ -227,11 +289,16 @@ void Connection::stream_rtr_received() {
   if (state_ != State::kEstablishing) return;
   rtr_deadline_.cancel();
   state_ = State::kEstablished;
+  if (logging(log::Level::kInfo)) log_line(log::Level::kInfo, "established (RTR received)");
   emit(CmEventType::kEstablished, Status::ok());
 }
 
 void Connection::stream_closed(bool graceful, const std::string& why) {
   const bool was_up = state_ == State::kEstablished || state_ == State::kEstablishing;
+  if (logging(log::Level::kInfo)) {
+    log_line(log::Level::kInfo,
+             std::string(graceful ? "closed" : "closed abnormally") + ": " + why);
+  }
   state_ = State::kClosed;
   rtr_deadline_.cancel();
   if (stream_) engine_.retire(std::move(stream_));
@@ -243,6 +310,8 @@ void Connection::stream_closed(bool graceful, const std::string& why) {
 
 void Connection::disconnect() {
   engine_.run_sync([&] {
+    if (logging(log::Level::kInfo) && state_ != State::kClosed)
+      log_line(log::Level::kInfo, "disconnecting");
     if (stream_) {
       stream_->disconnect();
     } else if (state_ != State::kClosed) {
@@ -253,6 +322,8 @@ void Connection::disconnect() {
 
 void Connection::abort() {
   engine_.run_sync([&] {
+    if (logging(log::Level::kDebug) && state_ != State::kClosed)
+      log_line(log::Level::kDebug, "aborting");
     disconnected_event_sent_ = true;  // the application asked: no event
     rtr_deadline_.cancel();
     abort_stream();
@@ -262,9 +333,16 @@ void Connection::abort() {
 }
 
 void Connection::fail(CmEventType type, Status why, std::optional<wire::TerminateCode> terminate) {
+  if (logging(log::Level::kWarn)) {
+    log_line(log::Level::kWarn,
+             std::string(to_string(type)) + ": " + why.to_string() +
+                 (terminate ? ", sending Terminate " + wire::describe_named(*terminate)
+                            : std::string()));
+  }
   if (terminate && socket_.open()) {
     const auto t = setup_terminate(*terminate);
-    [[maybe_unused]] long n = io::send_bytes(socket_.fd(), t);
+    const long n = io::send_bytes(socket_.fd(), t);
+    if (n > 0) io::pcap_sent(socket_.fd(), ConstByteSpan(t).first(static_cast<std::size_t>(n)));
   }
   close_handshake();
   emit(type, std::move(why));

@@ -14,6 +14,7 @@
 #include <optional>
 #include <vector>
 
+#include "base/log.h"
 #include "cm/connect_options.h"
 #include "cm/events.h"
 #include "cm/handshake_socket.h"
@@ -91,6 +92,8 @@ class Connection final : public HandshakeEvents,
   void on_request_bytes();
   void fail(CmEventType type, Status why, std::optional<wire::TerminateCode> terminate);
   void emit(CmEventType type, Status status, std::vector<std::uint8_t> private_data = {});
+  // A log line about this connection: its QP (once it has one), `what`, its addresses.
+  void log_line(log::Level level, std::string_view what) const;
   void close_handshake();
   // Passive side, peer-to-peer: the RTR did not arrive in time (engine thread).
   void rtr_deadline_expired();
@@ -105,6 +108,7 @@ class Connection final : public HandshakeEvents,
   io::SocketAddress peer_;
   io::SocketAddress local_;
   verbs::QueuePair* qp_ = nullptr;
+  std::uint32_t qp_num_ = 0;  // qp_'s number, kept for the log after qp_ is let go
   void* context_ = nullptr;
   std::optional<proto::MpaInitiator> initiator_;
   proto::MpaResponder responder_;

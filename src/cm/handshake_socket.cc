@@ -5,6 +5,8 @@
 #include <span>
 #include <string>
 
+#include "io/pcap_recorder.h"
+
 namespace uwarp::cm {
 
 HandshakeSocket::~HandshakeSocket() {
@@ -19,6 +21,7 @@ void HandshakeSocket::receive_more() {
 
 void HandshakeSocket::send_frame(std::vector<std::uint8_t> frame) {
   const long n = io::send_bytes(fd_.get(), frame);
+  if (n > 0) io::pcap_sent(fd_.get(), ConstByteSpan(frame).first(static_cast<std::size_t>(n)));
   if (n == static_cast<long>(frame.size())) return;
   tx_ = std::move(frame);
   const std::size_t sent = n > 0 ? static_cast<std::size_t>(n) : 0;
@@ -37,6 +40,8 @@ void HandshakeSocket::on_connect(int error) {
 
 void HandshakeSocket::on_recv(long result) {
   if (result > 0) {
+    io::pcap_received(fd_.get(),
+                      ConstByteSpan(rx_.data() + rx_used_, static_cast<std::size_t>(result)));
     rx_used_ += static_cast<std::size_t>(result);
     events_.handshake_received();
   } else if (result == 0) {
@@ -50,6 +55,7 @@ void HandshakeSocket::on_recv(long result) {
 void HandshakeSocket::on_send(long result) {
   if (result < 0) return;  // the receive side reports the failure
   const auto n = static_cast<std::size_t>(result);
+  io::pcap_sent(fd_.get(), ConstByteSpan(static_cast<const std::uint8_t*>(tx_iov_.iov_base), n));
   if (n < tx_iov_.iov_len) {
     tx_iov_.iov_base = static_cast<std::uint8_t*>(tx_iov_.iov_base) + n;
     tx_iov_.iov_len -= n;

@@ -18,6 +18,7 @@
 #include <cstring>
 
 #include "io/accept_backoff.h"
+#include "io/pcap_recorder.h"
 #include "io/race_annotations.h"
 
 namespace uwarp::io {
@@ -35,7 +36,9 @@ Status errno_status(const char* what) {
 }  // namespace
 
 void Fd::reset() {
-  if (fd_ >= 0) ::close(fd_);
+  if (fd_ < 0) return;
+  pcap_closing(fd_);
+  ::close(fd_);
   fd_ = -1;
 }
 

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cerrno>
 
+#include "io/pcap_recorder.h"
+
 namespace uwarp::runtime {
 
 StreamReceiver::StreamReceiver(io::IoBackend& backend, int fd)
@@ -22,6 +24,7 @@ bool StreamReceiver::receive_direct(verbs::QueuePair& qp, RdmapDriver& rdmap, lo
     large_payloads_ = true;
     const long n = backend_.try_recv(fd_, target);
     if (n > 0) {
+      io::pcap_received(fd_, target.first(static_cast<std::size_t>(n)));
       bytes_ += static_cast<std::size_t>(n);
       rdmap.commit_direct(qp, static_cast<std::size_t>(n));
       progress = true;
@@ -75,6 +78,7 @@ StreamReceiver::Outcome StreamReceiver::receive(verbs::QueuePair& qp, RdmapDrive
 
 bool StreamReceiver::feed_bounce(verbs::QueuePair& qp, RdmapDriver& rdmap, std::size_t n,
                                  std::size_t want) {
+  io::pcap_received(fd_, ConstByteSpan(bounce_.data(), n));
   bytes_ += n;
   if (!feed(qp, rdmap, 0, n)) return false;
   if (n == bounce_.size() && bounce_.size() < kBounceSize) {

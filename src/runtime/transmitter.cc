@@ -3,6 +3,7 @@
 #include <cerrno>
 #include <cstring>
 
+#include "io/pcap_recorder.h"
 #include "verbs/revocation.h"
 
 namespace uwarp::runtime {
@@ -71,6 +72,7 @@ void Transmitter::fill_and_send(verbs::QueuePair& qp, RdmapDriver& rdmap) {
     }
     const long n = io::send_iov(fd_, batch_.pending());
     if (n >= 0) {
+      io::pcap_sent(fd_, batch_.pending(), static_cast<std::size_t>(n));
       consume(qp, rdmap, static_cast<std::size_t>(n));
       continue;
     }

@@ -3,6 +3,7 @@
 #include <string>
 #include <utility>
 
+#include "base/log.h"
 #include "verbs/queue_pair.h"
 
 namespace uwarp::verbs {
@@ -93,6 +94,11 @@ void QpPort::request_sent(std::uint64_t seq) {
 void QpPort::terminate_queued(const wire::TerminateCode& code) {
   qp_.mu_.assert_held();
   const bool access = code.layer != wire::TermLayer::kLlp && code.etype == 1;
+  if (log::enabled(log::Level::kWarn)) {
+    log::emit(
+        log::Level::kWarn, "qp",
+        "QP " + std::to_string(qp_.qp_num()) + ": sending Terminate " + wire::describe_named(code));
+  }
   qp_.enter_error(std::nullopt, 0);
   qp_.reporter_.event(access ? AsyncEventType::kQpAccessError : AsyncEventType::kQpFatal,
                       "sent Terminate " + wire::describe(code));
@@ -102,6 +108,12 @@ void QpPort::terminate_received(const wire::TerminateMessage& m) {
   qp_.mu_.assert_held();
   const WcStatus status = status_for_remote_terminate(m.raw_control);
   const std::string detail = describe_remote_terminate(m);
+  if (log::enabled(log::Level::kWarn)) {
+    log::emit(log::Level::kWarn, "qp",
+              "QP " + std::to_string(qp_.qp_num()) + ": received Terminate" +
+                  (m.has_control ? " " + wire::describe_named(m.code)
+                                 : std::string(" without a control word")));
+  }
   qp_.enter_error(status, m.raw_control);
   qp_.reporter_.event(status == WcStatus::kRemoteAccessError ? AsyncEventType::kQpAccessError
                                                              : AsyncEventType::kQpFatal,

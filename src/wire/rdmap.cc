@@ -53,6 +53,139 @@ std::string describe(const TerminateCode& c) {
   return buf;
 }
 
+namespace {
+
+std::string_view etype_name(const TerminateCode& c) {
+  switch (c.layer) {
+    case TermLayer::kRdmap:
+      if (c.etype == 0) return "local catastrophic error";
+      if (c.etype == 1) return "remote protection error";
+      if (c.etype == 2) return "remote operation error";
+      break;
+    case TermLayer::kDdp:
+      if (c.etype == 0) return "local catastrophic error";
+      if (c.etype == 1) return "tagged buffer error";
+      if (c.etype == 2) return "untagged buffer error";
+      break;
+    case TermLayer::kLlp:
+      if (c.etype == 0) return "MPA error";
+      break;
+  }
+  return "unknown error type";
+}
+
+std::string_view ecode_name(const TerminateCode& c) {
+  const auto e = c.ecode;
+  switch (c.layer) {
+    case TermLayer::kRdmap:
+      if (c.etype == 0) return e == 0 ? "unspecified" : "unknown code";
+      if (c.etype == 1) {
+        switch (e) {
+          case 0x00:
+            return "invalid STag";
+          case 0x01:
+            return "base or bounds violation";
+          case 0x02:
+            return "access rights violation";
+          case 0x03:
+            return "STag not associated with RDMAP stream";
+          case 0x04:
+            return "TO wrap";
+          case 0x09:
+            return "STag cannot be invalidated";
+          case 0xFF:
+            return "unspecified";
+        }
+      }
+      if (c.etype == 2) {
+        switch (e) {
+          case 0x01:
+            return "invalid STag";
+          case 0x05:
+            return "invalid RDMAP version";
+          case 0x06:
+            return "unexpected opcode";
+          case 0x07:
+            return "catastrophic error localized to RDMAP stream";
+          case 0x08:
+            return "catastrophic error global";
+          case 0x09:
+            return "STag cannot be invalidated";
+          case 0xFF:
+            return "unspecified";
+        }
+      }
+      break;
+    case TermLayer::kDdp:
+      if (c.etype == 0) return e == 0 ? "unspecified" : "unknown code";
+      if (c.etype == 1) {
+        switch (e) {
+          case 0x00:
+            return "invalid STag";
+          case 0x01:
+            return "base or bounds violation";
+          case 0x02:
+            return "STag not associated with DDP stream";
+          case 0x03:
+            return "TO wrap";
+          case 0x04:
+            return "invalid DDP version";
+        }
+      }
+      if (c.etype == 2) {
+        switch (e) {
+          case 0x01:
+            return "invalid QN";
+          case 0x02:
+            return "invalid MSN, no buffer available";
+          case 0x03:
+            return "invalid MSN, MSN range is not valid";
+          case 0x04:
+            return "invalid MO";
+          case 0x05:
+            return "DDP message too long for available buffer";
+          case 0x06:
+            return "invalid DDP version";
+        }
+      }
+      break;
+    case TermLayer::kLlp:
+      if (c.etype == 0) {
+        switch (e) {
+          case 0x01:
+            return "TCP connection closed or lost";
+          case 0x02:
+            return "CRC error";
+          case 0x03:
+            return "marker and ULPDU length mismatch";
+          case 0x04:
+            return "invalid MPA request or reply";
+          case 0x05:
+            return "local catastrophic error";
+          case 0x06:
+            return "insufficient IRD resources";
+          case 0x07:
+            return "no matching RTR";
+        }
+      }
+      break;
+  }
+  return "unknown code";
+}
+
+}  // namespace
+
+std::string terminate_error_name(const TerminateCode& c) {
+  std::string s(etype_name(c));
+  s += ": ";
+  s += ecode_name(c);
+  return s;
+}
+
+std::string describe_named(const TerminateCode& c) {
+  return describe(c) + " (" + terminate_error_name(c) + ")";
+}
+
 Expected<TerminateMessage, TerminateError> decode_terminate(ConstByteSpan b) {
   if (b.size() < kTerminateControlSize) return Unexpected{TerminateError::kTruncated};
   TerminateMessage m;

@@ -126,6 +126,12 @@ inline constexpr TerminateCode kLlpNoMatchingRtr{TermLayer::kLlp, 0, 0x07};
 }  // namespace term
 
 std::string describe(const TerminateCode& code);
+// The RFC's names of the code's error type and error code (RFC 5040 section 7.2, RFC 5041
+// section 7.2, the LLP codes of RFC 5044 and RFC 6581): "untagged buffer error: invalid MSN, no
+// buffer available"; "unknown" parts for codes no RFC names.
+std::string terminate_error_name(const TerminateCode& code);
+// describe() and the names: "DDP/2/0x02 (untagged buffer error: invalid MSN, no buffer available)".
+std::string describe_named(const TerminateCode& code);
 
 // Terminate control word flags ("Hdrct", RFC 5040 section 4.8).
 inline constexpr std::uint32_t kTermFlagM = 0x00008000;  // DDP segment length valid

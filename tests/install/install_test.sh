@@ -208,7 +208,7 @@ tree_rping() {
   end_server "$server" 10 || server_rc=$?
   [ $server_rc -eq 0 ] || { rc=1; echo "rping server: status $server_rc"; cat "$work/rping.server"; }
   expect_line "$work/rping.client" "^ping data: rdma-ping-0: " "^ping data: rdma-ping-1: " \
-    "^ping data: rdma-ping-2: " "^uwarp librdmacm: core event " || rc=1
+    "^ping data: rdma-ping-2: " "^uwarp: debug: rdmacm: core event " || rc=1
   [ $rc -eq 0 ] || cat "$work/rping.client"
   return $rc
 }

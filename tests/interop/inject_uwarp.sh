@@ -110,7 +110,7 @@ for f in ${frames//,/ }; do
     *) event="async event .*: sent Terminate" ;;
   esac
   expect "$tmp/$f.lines" "Work Request Flushed Error \(5\), opcode 128" "frames: $f: receive flushed"
-  [ "$f" = write-segment-to ] || expect "$tmp/$f.lines" "uwarp libibverbs: $event" "frames: $f: async event"
+  [ "$f" = write-segment-to ] || expect "$tmp/$f.lines" "uwarp: debug: ibverbs: $event" "frames: $f: async event"
 done
 if grep -q "sent Terminate" "$tmp/write-segment-to.lines"; then
   fail "frames: write-segment-to: uwarp sent a Terminate for a segment DDP places by its own STag and TO"

@@ -488,5 +488,53 @@ TEST(wire_rdmap, TerminateDdpCopySizedByItsTaggedBit) {
   EXPECT_EQ(untagged->ddp_header.size(), kUntaggedHeaderSize);
 }
 
+TEST(TerminateNames, NameEveryCodeUwarpSends) {
+  EXPECT_EQ(describe_named(term::kDdpUntaggedNoBuffer),
+            "DDP/2/0x02 (untagged buffer error: invalid MSN, no buffer available)");
+  EXPECT_EQ(terminate_error_name(term::kRdmapAccessRights),
+            "remote protection error: access rights violation");
+  EXPECT_EQ(terminate_error_name(term::kLlpBadCrc), "MPA error: CRC error");
+  EXPECT_EQ(terminate_error_name(term::kRdmapUnexpectedOpcode),
+            "remote operation error: unexpected opcode");
+  EXPECT_EQ(terminate_error_name(TerminateCode{TermLayer::kLlp, 3, 0x00}),
+            "unknown error type: unknown code");
+  EXPECT_EQ(terminate_error_name(TerminateCode{TermLayer::kDdp, 1, 0x77}),
+            "tagged buffer error: unknown code");
+  // Every code uwarp sends has a name.
+  for (const TerminateCode& c : {term::kRdmapLocalCatastrophic,
+                                 term::kRdmapInvalidStag,
+                                 term::kRdmapBaseBounds,
+                                 term::kRdmapAccessRights,
+                                 term::kRdmapStagNotAssociated,
+                                 term::kRdmapToWrap,
+                                 term::kRdmapCannotInvalidateProtection,
+                                 term::kRdmapBadVersion,
+                                 term::kRdmapUnexpectedOpcode,
+                                 term::kRdmapCatastrophicStream,
+                                 term::kRdmapCannotInvalidate,
+                                 term::kRdmapUnspecified,
+                                 term::kDdpCatastrophic,
+                                 term::kDdpTaggedInvalidStag,
+                                 term::kDdpTaggedBaseBounds,
+                                 term::kDdpTaggedStagNotAssociated,
+                                 term::kDdpTaggedToWrap,
+                                 term::kDdpTaggedBadVersion,
+                                 term::kDdpUntaggedInvalidQn,
+                                 term::kDdpUntaggedNoBuffer,
+                                 term::kDdpUntaggedInvalidMsn,
+                                 term::kDdpUntaggedInvalidMo,
+                                 term::kDdpUntaggedTooLong,
+                                 term::kDdpUntaggedBadVersion,
+                                 term::kLlpTcpStreamLost,
+                                 term::kLlpBadCrc,
+                                 term::kLlpBadFpdu,
+                                 term::kLlpInvalidRequestReply,
+                                 term::kLlpLocalCatastrophic,
+                                 term::kLlpInsufficientIrd,
+                                 term::kLlpNoMatchingRtr}) {
+    EXPECT_EQ(terminate_error_name(c).find("unknown"), std::string::npos) << describe(c);
+  }
+}
+
 }  // namespace
 }  // namespace uwarp::wire

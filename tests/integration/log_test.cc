@@ -1,0 +1,64 @@
+// UWARP_LOG through the native API: at info a loopback connection logs its setup (connect, the
+// request, accept, the negotiated MPA parameters, established) and its close, each a line of
+// "uwarp: info: cm: ...", with its QP number and addresses; with logging off, nothing.
+#include "base/log.h"
+
+#include <gtest/gtest.h>
+
+#include <regex>
+#include <sstream>
+
+#include "support/connected_pair.h"
+
+namespace uwarp::testing {
+namespace {
+
+std::string connect_and_close(log::Level level) {
+  const log::Level saved = log::threshold();
+  log::set_threshold(level);
+  ::testing::internal::CaptureStderr();
+  {
+    ConnectedPair p;
+    EXPECT_TRUE(p.connected);
+    if (p.connected) {
+      p.client->conn.disconnect();
+      wait_event(p.client_events(), CmEventType::kDisconnected);
+      wait_event(p.server_events(), CmEventType::kDisconnected);
+    }
+  }
+  std::string out = ::testing::internal::GetCapturedStderr();
+  log::set_threshold(saved);
+  return out;
+}
+
+TEST(Log, InfoLogsSetupAndClose) {
+  const std::string out = connect_and_close(log::Level::kInfo);
+  std::istringstream lines(out);
+  std::string line;
+  const std::regex form(R"(uwarp: (error|warn|info): [a-z]+: .*)");
+  int n = 0;
+  while (std::getline(lines, line)) {
+    EXPECT_TRUE(std::regex_match(line, form)) << line;
+    ++n;
+  }
+  EXPECT_GE(n, 6) << out;
+  const std::string addrs = R"(\(local 127\.0\.0\.1:[0-9]+, peer 127\.0\.0\.1:[0-9]+\))";
+  for (const std::string what :
+       {"connecting", "connection request", "QP [0-9]+: accepting",
+        "QP [0-9]+: MPA revision 2, CRC off, markers sent no, received "
+        "no, IRD [0-9]+, ORD [0-9]+, RTR none, initiator",
+        "QP [0-9]+: MPA revision 2, .*responder", "QP [0-9]+: established",
+        "QP [0-9]+: disconnecting", "QP [0-9]+: closed( abnormally)?: .*"}) {
+    EXPECT_TRUE(
+        std::regex_search(out, std::regex("uwarp: info: cm: (QP [0-9]+: )?" + what + " " + addrs)))
+        << "no line for '" << what << "' in:\n"
+        << out;
+  }
+}
+
+TEST(Log, OffLogsNothing) {
+  EXPECT_EQ(connect_and_close(log::Level::kOff), "");
+}
+
+}  // namespace
+}  // namespace uwarp::testing
