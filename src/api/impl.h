@@ -23,7 +23,10 @@ struct ContextImpl {
   runtime::AsyncEventQueue async;
   // Last member: the progress thread stops first, before anything it may touch.
   runtime::Engine engine;
-  ContextImpl() { device.set_async_sink(&async); }
+  ContextImpl() {
+    device.set_async_sink(&async);
+    device.stats().set_io(engine.backend().name(), runtime::Engine::default_send_budget());
+  }
   ~ContextImpl() { device.set_async_sink(nullptr); }
 };
 
