@@ -255,6 +255,11 @@ void DeviceStats::count_terminate(std::uint32_t key, bool sent) {
   add(d.terminate_codes_lost);
 }
 
+Counters& discarded() {
+  static Counters counters{};
+  return counters;
+}
+
 std::string DeviceStats::file_path() {
   return ProcessFile::get().path();
 }

@@ -74,4 +74,8 @@ class QpStats {
   std::unique_ptr<QpSlot> private_;  // when the table is full or there is no file
 };
 
+// Counters that no file holds and no one reads, for pieces made without a QP (unit tests of the
+// verbs layer). Writers on several threads may lose counts in it; nothing depends on them.
+Counters& discarded();
+
 }  // namespace uwarp::stats

@@ -11,6 +11,7 @@
 #include <string>
 
 #include "stats/count.h"
+#include "stats/export.h"
 #include "uwarp/types.h"
 #include "verbs/completion_queue.h"
 #include "verbs/device.h"
@@ -20,7 +21,7 @@ namespace uwarp::verbs {
 class QpReporter {
  public:
   QpReporter(Device& device, std::uint32_t qp_num, void* user_context, CompletionQueue* send_cq,
-             CompletionQueue* recv_cq, stats::Counters& counters)
+             CompletionQueue* recv_cq, stats::Counters& counters = stats::discarded())
       : device_(device),
         qp_num_(qp_num),
         user_context_(user_context),

@@ -142,9 +142,9 @@ Status QueuePair::post_recv(const RecvWr& wr) {
   if (receive_wait_.receive_posted() && binding_.link() != nullptr) {
     binding_.link()->receive_posted(*this);
   }
-  Status s = rq_->post(wr);
-  if (s) stats::add(stats_.counters(), stats::Counter::kPostedRecv);
-  return s;
+  if (Status s = rq_->post(wr); !s) return s;
+  stats::add(stats_.counters(), stats::Counter::kPostedRecv);
+  return Status::ok();
 }
 
 void QueuePair::attach_link_locked(QpLink* link, const LinkParams& p) {
