@@ -13,6 +13,7 @@
 #include <cerrno>
 #include <cstring>
 #include <ctime>
+#include <optional>
 #include <thread>
 
 #include "stats/proc.h"
@@ -102,6 +103,7 @@ Expected<Snapshot, std::string> read_snapshot(const void* data, std::size_t size
   snap.program = text(h.program, sizeof(h.program));
   snap.library_version = text(h.library_version, sizeof(h.library_version));
   snap.created_ns = h.created_ns;
+  snap.process_start_ticks = h.process_start_ticks;
   snap.counter_count = h.counter_count;
   snap.qp_slots = h.qp_count;
   snap.taken_ns = monotonic_ns();
@@ -188,6 +190,13 @@ Expected<Snapshot, std::string> read_process(pid_t pid) {
   ::munmap(p, size);
   if (snap && snap->pid != pid)
     return Unexpected(*path + ": written by process " + std::to_string(snap->pid));
+  // A file that outlived its process (killed by a signal): the PID is free, or another
+  // process's now.
+  const std::optional<std::uint64_t> started = process_start_ticks(pid);
+  if (snap &&
+      (!started || (snap->process_start_ticks != 0 && *started != snap->process_start_ticks)))
+    return Unexpected("process " + std::to_string(pid) + " is gone (" + *path +
+                      " is what it left behind)");
   return snap;
 }
 

@@ -59,6 +59,7 @@ struct Snapshot {
   std::uint32_t version = 0;
   std::string program, library_version;
   std::uint64_t created_ns = 0;
+  std::uint64_t process_start_ticks = 0;  // of the writer (/proc/PID/stat field 22)
   std::uint32_t counter_count = 0;  // the counters the writer knows (later ones read 0)
   std::uint32_t qp_slots = 0;       // the size of the QP table
   std::uint64_t taken_ns = 0;       // CLOCK_MONOTONIC, for rates between snapshots
@@ -76,7 +77,7 @@ struct ProcessFileInfo {
 };
 // The statistics file of `pid` if its process is alive, in any of directories().
 Expected<std::string, std::string> find_file(pid_t pid);
-// Maps `pid`'s file and reads it.
+// Maps `pid`'s file and reads it; an error if the process that wrote it is gone.
 Expected<Snapshot, std::string> read_process(pid_t pid);
 // The processes with a statistics file, by PID. The files of processes that are gone (no such
 // PID, or one that started at another time) are removed when remove_stale, else skipped.

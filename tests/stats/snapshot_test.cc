@@ -7,6 +7,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cstddef>
 #include <cstring>
 #include <fstream>
 #include <memory>
@@ -134,14 +135,19 @@ TEST(StatsSnapshot, ListsThisProcessAndRemovesFilesOfProcessesThatAreGone) {
   const std::string dir = path.substr(0, path.rfind('/'));
   const std::string stale = dir + "/" + std::to_string(child);
   {
-    // A copy of this process's file stands for the dead one's (the same header, another PID).
+    // A copy of this process's file, with the child's PID, stands for the dead one's.
     std::ifstream in(path, std::ios::binary);
     std::vector<char> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
     ASSERT_GE(bytes.size(), sizeof(FileHeader));
+    const auto pid = static_cast<std::uint32_t>(child);
+    std::memcpy(bytes.data() + offsetof(FileHeader, pid), &pid, sizeof(pid));
     std::ofstream out(stale, std::ios::binary);
     out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
   }
   ASSERT_EQ(::access(stale.c_str(), F_OK), 0);
+  Expected<Snapshot, std::string> dead = read_process(child);
+  ASSERT_FALSE(dead);
+  EXPECT_NE(dead.error().find("gone"), std::string::npos) << dead.error();
   const std::vector<ProcessFileInfo> procs = list_processes(/*remove_stale=*/true);
   bool self = false;
   for (const auto& p : procs) {
