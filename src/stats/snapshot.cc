@@ -21,6 +21,10 @@
 namespace uwarp::stats {
 namespace {
 
+Unexpected<std::string> failure(std::string why) {
+  return Unexpected<std::string>{std::move(why)};
+}
+
 std::uint64_t monotonic_ns() {
   timespec ts{};
   ::clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -77,25 +81,25 @@ bool read_slot(const QpSlot& s, std::uint32_t counter_count, QpSnapshot& out) {
 
 Expected<Snapshot, std::string> read_snapshot(const void* data, std::size_t size) {
   const auto* base = static_cast<const std::uint8_t*>(data);
-  if (size < sizeof(FileHeader)) return Unexpected(std::string("file too short for its header"));
+  if (size < sizeof(FileHeader)) return failure(std::string("file too short for its header"));
   const auto& h = *reinterpret_cast<const FileHeader*>(base);
   if (std::memcmp(h.magic, kMagic, sizeof(kMagic)) != 0)
-    return Unexpected(std::string("not a uwarp statistics file (bad magic)"));
+    return failure(std::string("not a uwarp statistics file (bad magic)"));
   if (h.version != kVersion)
-    return Unexpected("statistics format version " + std::to_string(h.version) +
-                      ", this reader knows version " + std::to_string(kVersion));
+    return failure("statistics format version " + std::to_string(h.version) +
+                   ", this reader knows version " + std::to_string(kVersion));
   if (h.ready.load(std::memory_order_acquire) != 1)
-    return Unexpected(std::string("the file is still being made"));
+    return failure(std::string("the file is still being made"));
   if (h.header_size < sizeof(FileHeader) || h.device_size < sizeof(DeviceRecord) ||
       h.qp_size < sizeof(QpSlot) || h.counter_count > kCounterSlots ||
       h.terminate_codes > kTerminateCodes)
-    return Unexpected(std::string("record sizes smaller than the format's"));
+    return failure(std::string("record sizes smaller than the format's"));
   const auto fits = [&](std::uint64_t offset, std::uint64_t count, std::uint64_t stride) {
     return offset >= h.header_size && offset <= size && count <= (size - offset) / stride;
   };
   if (h.file_size > size || !fits(h.device_offset, h.device_count, h.device_size) ||
       !fits(h.qp_offset, h.qp_count, h.qp_size))
-    return Unexpected(std::string("tables beyond the end of the file"));
+    return failure(std::string("tables beyond the end of the file"));
 
   Snapshot snap;
   snap.pid = static_cast<pid_t>(h.pid);
@@ -168,35 +172,35 @@ Expected<std::string, std::string> find_file(pid_t pid) {
     const std::string path = dir + "/" + std::to_string(pid);
     if (::access(path.c_str(), R_OK) == 0) return path;
   }
-  return Unexpected("no uwarp statistics for process " + std::to_string(pid) +
-                    " (not using uwarp, started with UWARP_STATS=0, or another user's)");
+  return failure("no uwarp statistics for process " + std::to_string(pid) +
+                 " (not using uwarp, started with UWARP_STATS=0, or another user's)");
 }
 
 Expected<Snapshot, std::string> read_process(pid_t pid) {
   Expected<std::string, std::string> path = find_file(pid);
-  if (!path) return Unexpected(path.error());
+  if (!path) return failure(path.error());
   const int fd = ::open(path->c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-  if (fd < 0) return Unexpected(*path + ": " + std::strerror(errno));
+  if (fd < 0) return failure(*path + ": " + std::strerror(errno));
   struct stat st {};
   if (::fstat(fd, &st) != 0 || st.st_size <= 0) {
     ::close(fd);
-    return Unexpected(*path + ": empty");
+    return failure(*path + ": empty");
   }
   const auto size = static_cast<std::size_t>(st.st_size);
   void* p = ::mmap(nullptr, size, PROT_READ, MAP_SHARED, fd, 0);
   ::close(fd);
-  if (p == MAP_FAILED) return Unexpected(*path + ": " + std::strerror(errno));
+  if (p == MAP_FAILED) return failure(*path + ": " + std::strerror(errno));
   Expected<Snapshot, std::string> snap = read_snapshot(p, size);
   ::munmap(p, size);
   if (snap && snap->pid != pid)
-    return Unexpected(*path + ": written by process " + std::to_string(snap->pid));
+    return failure(*path + ": written by process " + std::to_string(snap->pid));
   // A file that outlived its process (killed by a signal): the PID is free, or another
   // process's now.
   const std::optional<std::uint64_t> started = process_start_ticks(pid);
   if (snap &&
       (!started || (snap->process_start_ticks != 0 && *started != snap->process_start_ticks)))
-    return Unexpected("process " + std::to_string(pid) + " is gone (" + *path +
-                      " is what it left behind)");
+    return failure("process " + std::to_string(pid) + " is gone (" + *path +
+                   " is what it left behind)");
   return snap;
 }
 
