@@ -1,7 +1,7 @@
 # What `cmake --install` installs of the native API (directories: cmake/InstallDirs.cmake): the
 # headers, libuwarp.so and libuwarp.a, the CMake package (find_package(uwarp): uwarp::uwarp,
-# uwarp::uwarp_static) and the pkg-config file uwarp.pc. The drop-in OFA libraries, uwarp-run and
-# uwarp-perf are installed by ofa/ and tools/. Include after add_subdirectory(src); not in libFuzzer
+# uwarp::uwarp_static) and the pkg-config file uwarp.pc. The drop-in OFA libraries, uwarp-run,
+# uwarp-perf and uwarp are installed by ofa/ and tools/. Include after add_subdirectory(src); not in libFuzzer
 # builds, which make no installed library (src/CMakeLists.txt).
 include(CMakePackageConfigHelpers)
 
@@ -40,7 +40,7 @@ install(FILES ${PROJECT_BINARY_DIR}/uwarp.pc DESTINATION ${UWARP_INSTALL_PKGCONF
 
 # `scripts/build normal installable`: everything installed, built; nothing else (no test).
 add_custom_target(installable)
-add_dependencies(installable uwarp_shared uwarp_archive uwarp-perf)
+add_dependencies(installable uwarp_shared uwarp_archive uwarp-perf uwarp-tool)
 if(TARGET uwarp-run)
   add_dependencies(installable uwarp-run)
 endif()

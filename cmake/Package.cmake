@@ -14,7 +14,8 @@ hardware. It talks to Linux siw and to hardware iWARP RNICs.
 
 This package holds uwarp-run, which runs unmodified libibverbs and librdmacm programs (rping,
 perftest, libfabric, MPI) over uwarp's drop-in libraries (in a directory of their own, never
-in place of rdma-core's), the benchmark uwarp-perf, and the native C++ API: headers,
+in place of rdma-core's), the benchmark uwarp-perf, the command uwarp (the device's
+description, live counters of the processes using it, traffic capture), and the native C++ API: headers,
 libuwarp.so, libuwarp.a, a CMake package (find_package(uwarp)) and uwarp.pc.")
 set(CPACK_DEBIAN_PACKAGE_SECTION net)
 set(CPACK_DEBIAN_PACKAGE_RELEASE 1)

@@ -23,7 +23,10 @@ struct ContextImpl {
   runtime::AsyncEventQueue async;
   // Last member: the progress threads stop first, before anything they may touch.
   runtime::EnginePool engines;
-  ContextImpl() { device.set_async_sink(&async); }
+  ContextImpl() {
+    device.set_async_sink(&async);
+    device.stats().set_io(engines.control().backend().name(), runtime::Engine::default_send_budget());
+  }
   ~ContextImpl() { device.set_async_sink(nullptr); }
 };
 

@@ -187,6 +187,18 @@ bool set_notsent_lowat(int fd, std::size_t bytes) {
   return ::setsockopt(fd, IPPROTO_TCP, TCP_NOTSENT_LOWAT, &value, sizeof value) == 0;
 }
 
+bool tcp_info(int fd, TcpInfo& out) {
+  ::tcp_info info{};
+  socklen_t len = sizeof info;
+  if (::getsockopt(fd, IPPROTO_TCP, TCP_INFO, &info, &len) != 0) return false;
+  out.state = info.tcpi_state;
+  out.rtt_us = info.tcpi_rtt;
+  out.rttvar_us = info.tcpi_rttvar;
+  out.snd_cwnd = info.tcpi_snd_cwnd;
+  out.total_retrans = info.tcpi_total_retrans;
+  return true;
+}
+
 SocketAddress local_address(int fd) {
   SocketAddress a;
   a.length = sizeof a.storage;

@@ -89,6 +89,16 @@ std::size_t tcp_mss(int fd);
 bool set_notsent_lowat(int fd, std::size_t bytes);
 SocketAddress local_address(int fd);
 SocketAddress peer_address(int fd);
+// What TCP_INFO says of a connection (for its statistics: `uwarp stat`).
+struct TcpInfo {
+  std::uint32_t state = 0;  // TCP_ESTABLISHED, ...
+  std::uint32_t rtt_us = 0;
+  std::uint32_t rttvar_us = 0;
+  std::uint32_t snd_cwnd = 0;  // segments
+  std::uint32_t total_retrans = 0;
+};
+// False if the kernel refused (not a TCP socket).
+bool tcp_info(int fd, TcpInfo& out);
 
 // Non-blocking I/O. Results: bytes (>= 0), or -errno (-EAGAIN when it would block).
 long recv_some(int fd, ByteSpan into);

@@ -324,6 +324,7 @@ void FpduReader::on_trailer_complete() {
     fail(*err);
     return;
   }
+  ++fpdus_;
   if (crc_enabled_) crc_.reset();
   fpdu_start_ = stream_at_;
   state_ = State::kHeader;

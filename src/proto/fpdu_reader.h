@@ -75,6 +75,8 @@ class FpduReader {
     return state_ == State::kHeader && have_ == 0 && stream_at_ == fpdu_start_ && marker_have_ == 0;
   }
   void set_crc_enabled(bool on) { crc_enabled_ = on; }
+  // FPDUs received whole and taken (their CRC checked, their segment accepted), so far.
+  std::uint64_t fpdus() const { return fpdus_; }
 
  private:
   enum class State : std::uint8_t { kHeader, kWait, kPayload, kTrailer };
@@ -142,6 +144,7 @@ class FpduReader {
   std::uint64_t fpdu_start_ = 0;
   std::array<std::uint8_t, wire::kMarkerSize> marker_{};  // a marker split across feeds
   std::size_t marker_have_ = 0;
+  std::uint64_t fpdus_ = 0;
 };
 
 }  // namespace uwarp::proto

@@ -64,6 +64,8 @@ class RdmapEngine final : private RxDelegate {
   // Reception waits for a receive (RdmapPort::wait_for_receive): feed() takes no byte until
   // resume_rx(), which asks the port again (and may end in the Terminate for no buffer).
   bool rx_waiting() const { return reader_.waiting(); }
+  // FPDUs received whole so far (statistics).
+  std::uint64_t fpdus_received() const { return reader_.fpdus(); }
   void resume_rx();
 
   // Transmit: appends FPDUs to `batch`; true if it added any.

@@ -44,6 +44,8 @@ class TxBatch {
   }
   bool empty() const { return sent_iov_ == iov_count_; }
   std::size_t pending_bytes() const { return queued_bytes_ - sent_bytes_; }
+  // FPDUs in the batch (a batch filled from empty: the FPDUs the fill added).
+  std::size_t fpdus() const { return fpdus_; }
   // `n` bytes of pending() were sent.
   void consume(std::size_t n);
   // Cookies of messages whose last byte has been sent, oldest first; call after consume().

@@ -57,6 +57,8 @@ class RdmapDriver {
   }
   // No FPDU is partly received (an end of stream here is an orderly close).
   bool rx_at_boundary() const { return engine_.rx_at_boundary(); }
+  // FPDUs received whole on this connection so far (statistics: runtime/stream_stats.h).
+  std::uint64_t fpdus_received() const { return engine_.fpdus_received(); }
   // Reception waits for a receive (verbs/receive_wait.h): feed() takes no byte until
   // resume_rx(), after which the engine asks the QP again. A QP that stopped receiving (ERROR)
   // waits no more: its bytes are dropped.

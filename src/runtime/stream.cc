@@ -36,6 +36,8 @@ void Stream::start(const verbs::LinkParams& params, ConstByteSpan early_bytes) {
   // Application threads polling the QP's CQs may receive from now on.
   poll_sources_.add(qp_->config(), shared_from_this());
   if (p.initiator) check_silent_peer(0);
+  stats_.connected(*qp_, fd_.get());
+  sample_tcp_later();
   if (!early_bytes.empty() && rx_.feed_early(*qp_, *rdmap_, early_bytes)) wait_for_receive_locked();
   pump_tx_locked(*qp_);
   // Bytes may already wait in the socket (sent right after the MPA exchange): look at once.
@@ -56,6 +58,17 @@ void Stream::check_silent_peer(int round) {
     if (step != SilentPeerStep::kNudge) return;
     self->rdmap_->queue_nudge(*self->qp_);
     self->pump_tx_locked(*self->qp_);
+  });
+}
+
+void Stream::sample_tcp_later() {
+  engine_.add_timer(Clock::now() + StreamStats::kTcpInfoPeriod, [weak = weak_from_this()] {
+    auto self = weak.lock();
+    if (!self) return;
+    MutexLock lock(self->mu_);
+    if (self->qp_ == nullptr) return;
+    self->stats_.sample_tcp(*self->qp_, self->fd_.get());
+    self->sample_tcp_later();
   });
 }
 
@@ -180,6 +193,7 @@ void Stream::on_writable() {
 }
 
 StreamReceiver::Outcome Stream::received_locked(StreamReceiver::Outcome out) {
+  if (out.progress) stats_.received(*qp_, rx_.bytes(), rdmap_->fpdus_received());
   if (out.ended) {
     receive_ended_locked(out.status);
   } else if (out.progress) {
@@ -284,6 +298,7 @@ void Stream::unbind_qp_locked() {
   if (counted_) engine_.stream_ended();
   counted_ = false;
   poll_sources_.remove(this);
+  if (rdmap_) stats_.sample_tcp(*qp_, fd_.get());  // the connection's last TCP_INFO
   rdmap_.reset();
   qp_->detach_link_locked();
   qp_ = nullptr;

@@ -31,6 +31,7 @@
 #include "runtime/rdmap_driver.h"
 #include "runtime/stream_observer.h"
 #include "runtime/stream_receiver.h"
+#include "runtime/stream_stats.h"
 #include "runtime/transmitter.h"
 #include "runtime/wait_clock.h"
 #include "verbs/queue_pair.h"
@@ -109,6 +110,9 @@ class Stream final : public io::IoHandler,
   void schedule_handback_locked() REQUIRES(mu_);
   // Initiator only: the watch for a silent peer (silent_peer.h).
   void check_silent_peer(int round);
+  // TCP_INFO into the QP's statistics every StreamStats::kTcpInfoPeriod, on the engine thread,
+  // while the QP is bound.
+  void sample_tcp_later();
   void unbind_qp_locked() REQUIRES(mu_, qp_->mutex());
   void lost_locked(bool graceful, const std::string& why) REQUIRES(mu_, qp_->mutex());
   void teardown(bool graceful, const std::string& why);
@@ -123,6 +127,7 @@ class Stream final : public io::IoHandler,
   StreamReceiver rx_ GUARDED_BY(mu_);   // and the QP lock
   Transmitter tx_;                      // the QP lock
   PollHandoff handoff_;
+  StreamStats stats_ GUARDED_BY(mu_);
 
   bool watching_ GUARDED_BY(mu_) = false;             // a readiness watch is armed
   bool rx_waiting_ GUARDED_BY(mu_) = false;           // reception waits for a receive

@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "io/pcap_recorder.h"
+#include "stats/count.h"
 #include "verbs/revocation.h"
 
 namespace uwarp::runtime {
@@ -69,6 +70,7 @@ void Transmitter::fill_and_send(verbs::QueuePair& qp, RdmapDriver& rdmap) {
       const bool filled = rdmap.fill(qp, batch_);
       collect(qp, rdmap);  // a request whose memory failed its check failed the QP meanwhile
       if (!filled) return;
+      stats::add(qp.counters(), stats::Counter::kTxFpdus, batch_.fpdus());
     }
     const long n = io::send_iov(fd_, batch_.pending());
     if (n >= 0) {
@@ -80,6 +82,7 @@ void Transmitter::fill_and_send(verbs::QueuePair& qp, RdmapDriver& rdmap) {
       // The socket is full: send again, here, once it has space (no system call reads the
       // batch's memory meanwhile).
       write_watched_ = true;
+      stats::add(qp.counters(), stats::Counter::kSendStalls);
       engine_.backend().watch_writable(fd_);
       return;
     }
@@ -92,6 +95,7 @@ void Transmitter::fill_and_send(verbs::QueuePair& qp, RdmapDriver& rdmap) {
 
 void Transmitter::consume(verbs::QueuePair& qp, RdmapDriver& rdmap, std::size_t n) {
   bytes_ += n;
+  stats::add(qp.counters(), stats::Counter::kTxBytes, n);
   batch_.consume(n);
   std::uint64_t cookie;
   while (batch_.pop_sent(cookie)) rdmap.sent(qp, cookie);

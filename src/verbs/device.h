@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <string>
 
+#include "stats/export.h"
 #include "uwarp/types.h"
 #include "verbs/qp_registry.h"
 #include "verbs/stag_slot.h"
@@ -26,6 +27,8 @@ class Device {
   StagTable& stags() { return stags_; }
   StagSlotRegistry& slots() { return slots_; }
   QpRegistry& qps() { return qps_; }
+  // Its record in the process's statistics file (`uwarp stat`).
+  stats::DeviceStats& stats() { return stats_; }
   std::uint32_t allocate_qp_num() { return next_qp_num_.fetch_add(1, std::memory_order_relaxed); }
   std::uint32_t allocate_pd_handle() { return next_pd_.fetch_add(1, std::memory_order_relaxed); }
   void set_async_sink(AsyncEventSink* sink) { async_sink_.store(sink, std::memory_order_release); }
@@ -38,6 +41,7 @@ class Device {
   StagTable stags_;
   StagSlotRegistry slots_;
   QpRegistry qps_;
+  stats::DeviceStats stats_;
   std::atomic<std::uint32_t> next_qp_num_{1};
   std::atomic<std::uint32_t> next_pd_{1};
   std::atomic<AsyncEventSink*> async_sink_{nullptr};

@@ -94,6 +94,7 @@ void QpPort::request_sent(std::uint64_t seq) {
 void QpPort::terminate_queued(const wire::TerminateCode& code) {
   qp_.mu_.assert_held();
   const bool access = code.layer != wire::TermLayer::kLlp && code.etype == 1;
+  qp_.stats_.terminate_sent(static_cast<std::uint8_t>(code.layer), code.etype, code.ecode);
   if (log::enabled(log::Level::kWarn)) {
     log::emit(
         log::Level::kWarn, "qp",
@@ -107,6 +108,8 @@ void QpPort::terminate_queued(const wire::TerminateCode& code) {
 void QpPort::terminate_received(const wire::TerminateMessage& m) {
   qp_.mu_.assert_held();
   const WcStatus status = status_for_remote_terminate(m.raw_control);
+  qp_.stats_.terminate_received(static_cast<std::uint8_t>(m.code.layer), m.code.etype,
+                                m.code.ecode);
   const std::string detail = describe_remote_terminate(m);
   if (log::enabled(log::Level::kWarn)) {
     log::emit(log::Level::kWarn, "qp",

@@ -3,12 +3,15 @@
 // QP's number and the application's context.
 // Owner: the QueuePair, by value; the pieces of the QP that complete work hold a reference to it
 // for the QP's lifetime. Thread: the QP lock (the CQs and the device are thread-safe). The
-// device and the CQs outlive the QP.
+// device and the CQs outlive the QP. Every completion is counted by status in the QP's counters
+// (stats/count.h: the QP lock makes this thread their writer).
 #pragma once
 
 #include <cstdint>
 #include <string>
 
+#include "stats/count.h"
+#include "stats/export.h"
 #include "uwarp/types.h"
 #include "verbs/completion_queue.h"
 #include "verbs/device.h"
@@ -18,12 +21,13 @@ namespace uwarp::verbs {
 class QpReporter {
  public:
   QpReporter(Device& device, std::uint32_t qp_num, void* user_context, CompletionQueue* send_cq,
-             CompletionQueue* recv_cq)
+             CompletionQueue* recv_cq, stats::Counters& counters = stats::discarded())
       : device_(device),
         qp_num_(qp_num),
         user_context_(user_context),
         send_cq_(send_cq),
-        recv_cq_(recv_cq) {}
+        recv_cq_(recv_cq),
+        counters_(counters) {}
 
   std::uint32_t qp_num() const { return qp_num_; }
 
@@ -37,9 +41,11 @@ class QpReporter {
   }
   // A completion the CQ has no room for is lost and reported as an asynchronous CQ error.
   void send_completion(const WorkCompletion& wc) const {
+    stats::count_completed(counters_, wc.status);
     if (!send_cq_->push(wc, false)) event(AsyncEventType::kCqError, "send CQ overflow");
   }
   void recv_completion(const WorkCompletion& wc, bool solicited) const {
+    stats::count_completed(counters_, wc.status);
     if (!recv_cq_->push(wc, solicited)) event(AsyncEventType::kCqError, "receive CQ overflow");
   }
   // A receive completion that carries only a status (flushes and local errors).
@@ -58,6 +64,7 @@ class QpReporter {
   void* const user_context_;
   CompletionQueue* const send_cq_;
   CompletionQueue* const recv_cq_;
+  stats::Counters& counters_;
 };
 
 }  // namespace uwarp::verbs

@@ -11,8 +11,9 @@ namespace uwarp::verbs {
 QueuePair::QueuePair(Device& device, const QpConfig& config)
     : device_(device),
       config_(config),
-      reporter_(device, device.allocate_qp_num(), config.user_context, config.send_cq,
-                config.recv_cq),
+      stats_(device.stats(), device.allocate_qp_num()),
+      reporter_(device, stats_.qp_num(), config.user_context, config.send_cq, config.recv_cq,
+                stats_.counters()),
       own_rq_(config.srq != nullptr
                   ? nullptr
                   : std::make_unique<ReceiveQueue>(config.pd, config.caps.max_recv_wr,
@@ -113,6 +114,7 @@ Status QueuePair::post_send_locked(const SendWr& wr, bool& kick) {
                  ? Status(Errc::kInvalidState, "post_send needs a QP in RTS, SQD or ERROR")
                  : sq_.post(wr, binding_.link() == nullptr || binding_.ord() != 0);
   if (!s) return s;
+  stats::count_posted(stats_.counters(), wr);
   if (state_ == QpState::kError) {
     // Posting to a QP in error completes the request at once with a flush error.
     sq_.flush_last();
@@ -140,7 +142,9 @@ Status QueuePair::post_recv(const RecvWr& wr) {
   if (receive_wait_.receive_posted() && binding_.link() != nullptr) {
     binding_.link()->receive_posted(*this);
   }
-  return rq_->post(wr);
+  if (Status s = rq_->post(wr); !s) return s;
+  stats::add(stats_.counters(), stats::Counter::kPostedRecv);
+  return Status::ok();
 }
 
 void QueuePair::attach_link_locked(QpLink* link, const LinkParams& p) {

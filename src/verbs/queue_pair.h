@@ -25,6 +25,7 @@
 #include "base/mutex.h"
 #include "proto/rdmap_engine.h"
 #include "proto/tx_batch.h"
+#include "stats/export.h"
 #include "uwarp/status.h"
 #include "uwarp/types.h"
 #include "verbs/completion_queue.h"
@@ -88,6 +89,10 @@ class QueuePair final {
   std::vector<Sweep> take_sweeps();
   void swept(const std::vector<Sweep>& done);
   Device& device() const { return device_; }
+  // Its slot in the process's statistics file. The counters are written by whoever holds the
+  // QP lock (stats/count.h); the slot's TCP_INFO fields by the stream (runtime::Stream).
+  stats::QpStats& stats() { return stats_; }
+  stats::Counters& counters() { return stats_.counters(); }
 
   // Stream binding, driven by the runtime (runtime::RdmapDriver, which owns the connection's
   // engine). After each call into the QP or its port, the driver collects what the QP asks of
@@ -144,6 +149,7 @@ class QueuePair final {
 
   Device& device_;
   QpConfig config_;
+  stats::QpStats stats_;  // before reporter_, which counts into it
   QpReporter reporter_;
   mutable Mutex mu_;
   QpState state_ GUARDED_BY(mu_) = QpState::kReset;

@@ -6,11 +6,13 @@
 #            and file list checked), unpacked with dpkg-deb -x: the tree is TMP/root/usr
 # and in each of them:
 #   - the files a user finds: headers, libuwarp.so and libuwarp.a, the CMake package, uwarp.pc,
-#     the drop-in libraries in lib/<multiarch>/uwarp and nowhere else, uwarp-run and uwarp-perf,
-#     each with --help and a manual page that groff renders without a warning;
+#     the drop-in libraries in lib/<multiarch>/uwarp and nowhere else, uwarp-run, uwarp-perf and
+#     uwarp, each with --help and a manual page that groff renders without a warning;
 #   - examples/hello_rdma.cc built against the tree with find_package(uwarp) (uwarp::uwarp and
 #     uwarp::uwarp_static) and with pkg-config, each run (its Send, Write and Read checked);
 #   - uwarp-perf: a loopback Write, data verified;
+#   - uwarp: `uwarp info` (text and JSON) describes the device; `uwarp trace` finds the uwarp-run
+#     beside it and runs a program through it;
 #   - uwarp-run: Debian's ibv_devices and ibv_devinfo over the tree's libibverbs.so.1
 #     (tests/ofa/tools_test.sh), and a loopback rping (server and client, 3 pings validated)
 #     over the tree's librdmacm.so.1 (the package's uwarp-run reached through a symlink).
@@ -114,7 +116,8 @@ tree_files() {
     "lib/$multiarch/cmake/uwarp/uwarpConfig.cmake" "lib/$multiarch/cmake/uwarp/uwarpConfigVersion.cmake" \
     "lib/$multiarch/pkgconfig/uwarp.pc" \
     "lib/$multiarch/uwarp/libibverbs.so.1" "lib/$multiarch/uwarp/librdmacm.so.1" \
-    bin/uwarp-run bin/uwarp-perf share/man/man1/uwarp-run.1 share/man/man1/uwarp-perf.1; do
+    bin/uwarp-run bin/uwarp-perf bin/uwarp \
+    share/man/man1/uwarp-run.1 share/man/man1/uwarp-perf.1 share/man/man1/uwarp.1; do
     [ -e "$tree/$f" ] || { echo "missing: $tree/$f"; bad=1; }
   done
   strays=$(find "$tree" \( -name 'libibverbs*' -o -name 'librdmacm*' \) ! -path "$lib/uwarp/*")
@@ -130,7 +133,13 @@ tree_help() {
   expect_line "$work/help" "^usage: uwarp-run " "^uwarp's libraries: $tree/lib/$multiarch/uwarp$" || bad=1
   "$tree/bin/uwarp-perf" --help >"$work/help" || { echo "uwarp-perf --help: status $?"; bad=1; }
   expect_line "$work/help" "^usage:" "uwarp-perf loopback" || bad=1
-  for page in "$tree"/share/man/man1/uwarp-{run,perf}.1; do
+  "$tree/bin/uwarp" --help >"$work/help" || { echo "uwarp --help: status $?"; bad=1; }
+  expect_line "$work/help" "^usage: uwarp COMMAND" "^  info " "^  stat " "^  trace " || bad=1
+  for cmd in info stat trace; do
+    "$tree/bin/uwarp" "$cmd" --help >"$work/help" || { echo "uwarp $cmd --help: status $?"; bad=1; }
+    expect_line "$work/help" "^usage: uwarp $cmd" || bad=1
+  done
+  for page in "$tree"/share/man/man1/uwarp-{run,perf}.1 "$tree"/share/man/man1/uwarp.1; do
     groff -man -Tutf8 -ww -z "$page" 2>"$work/groff" || { echo "groff $page: status $?"; bad=1; }
     [ ! -s "$work/groff" ] || { echo "groff $page:"; cat "$work/groff"; bad=1; }
   done
@@ -191,6 +200,20 @@ tree_perf() {
   timeout 60 "$1/bin/uwarp-perf" loopback --op write --sizes 4K,64K --iters 200 --verify --no-progress
 }
 
+# uwarp info from the tree: the device, its version and I/O backend, as text and as JSON; and
+# uwarp trace, which runs a program through the uwarp-run beside it (with UWARP_PCAP set).
+tree_uwarp() {
+  local tree=$1
+  timeout 30 "$tree/bin/uwarp" info >"$work/info" 2>&1 || { echo "uwarp info: status $?"; cat "$work/info"; return 1; }
+  expect_line "$work/info" "^device +uwarp0" "^version +[0-9]+\.[0-9]+\.[0-9]+$" \
+    "^I/O backend +(io_uring|epoll)$" "^  max_qp_wr +32768$" || return 1
+  timeout 30 "$tree/bin/uwarp" info --json >"$work/info.json" 2>&1 || { echo "uwarp info --json: status $?"; return 1; }
+  expect_line "$work/info.json" '^\{"device":"uwarp0",.*"limits":\{"max_qp":' || return 1
+  timeout 30 "$tree/bin/uwarp" trace -o "$work/trace.pcap" -- sh -c 'echo "pcap=$UWARP_PCAP"' \
+    >"$work/trace" 2>&1 || { echo "uwarp trace: status $?"; cat "$work/trace"; return 1; }
+  expect_line "$work/trace" "^pcap=$work/trace\.pcap$"
+}
+
 # RUN: how the tree's uwarp-run is invoked. rping's libraries are the tree's (the loader says so),
 # and uwarp answers its rdma_cm calls (--debug: uwarp's trace of its core events).
 tree_rping() {
@@ -223,6 +246,7 @@ check_tree() {
   check "$name: hello_rdma with find_package(uwarp), libuwarp.a" example_cmake_static "$tree" "$name"
   check "$name: hello_rdma with pkg-config" example_pkg_config "$tree" "$name" "$sysroot"
   check "$name: uwarp-perf loopback Write, verified" tree_perf "$tree"
+  check "$name: uwarp info, uwarp trace" tree_uwarp "$tree"
   check "$name: uwarp-run ibv_devices, ibv_devinfo" "$source_dir/tests/ofa/tools_test.sh" "$run" "$ofa"
   check "$name: uwarp-run rping loopback, 3 pings validated" tree_rping "$run" "$ofa"
 }

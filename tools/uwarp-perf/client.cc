@@ -485,6 +485,8 @@ bool run_client(const Options& o, std::vector<SizeResult>& results) {
     results.push_back(r);
   }
   if (o.progress) std::fprintf(stderr, "%40s\r", "");
+  // --hold: the QPs stay (and their counters with them) for `uwarp stat` to look at.
+  std::this_thread::sleep_for(std::chrono::seconds(o.hold_s));
   c.bye();
   if (o.audit) c.audit();
   return ok;

@@ -31,7 +31,7 @@ void print_usage(std::FILE* out) {
       "                    [--iters K] [--qps Q] [--depth D] [--crc] [--verify] [--json] "
       "[--no-progress] [--tcp]\n"
       "                    [--shared-buffer] [--post-list N] [--wait poll|block] [--audit]\n"
-      "                    [--no-latency]\n"
+      "                    [--no-latency] [--hold S]\n"
       "  uwarp-perf loopback [client options]   both ends in this process, over 127.0.0.1\n"
       "--tcp: the raw TCP baseline instead of uwarp (same sizes; stream and ping-pong; with\n"
       "  --qps N, the stream over N connections, no ping-pong)\n"
@@ -48,6 +48,8 @@ void print_usage(std::FILE* out) {
       "  accounted for exactly once (a completion, or unsignaled and succeeded), and the process\n"
       "  must end with the threads and fds it started with; both are printed to stderr (the\n"
       "  server's per client); exit status 3 if anything is unaccounted for\n"
+      "--hold S: the client keeps its connections open S seconds (at most 600) after the runs,\n"
+      "  before it says goodbye, so that `uwarp stat PID` sees its QPs and their counters\n"
       "exit status: 0 success; 1 a run failed (the cause on stderr; a server with --once: its\n"
       "  client's session failed); 2 usage; 3 the audit failed\n"
       "sizes accept K and M suffixes (4K, 1M).\n"
@@ -187,6 +189,9 @@ std::optional<Options> parse_options(int argc, char** argv) {
       o.tcp = true;
     } else if (a == "--audit") {
       o.audit = true;
+    } else if (a == "--hold") {
+      const char* s = value("--hold");
+      if (!s || !parse_u32(s, o.hold_s) || o.hold_s > 600) return std::nullopt;
     } else if (a == "--shared-buffer") {
       o.shared_buffer = true;
     } else {

@@ -36,6 +36,7 @@ struct Options {
   bool tcp = false;   // the raw TCP baseline instead of uwarp
   bool shared_buffer = false;  // one buffer for all data QPs (protocol.h: kHelloSharedBuffer)
   bool audit = false;  // account for every work request, threads and fds at exit (audit.h)
+  std::uint32_t hold_s = 0;  // client: seconds the connections stay open after the runs
 };
 
 // Parses argv; on error prints usage to stderr and returns nullopt.
