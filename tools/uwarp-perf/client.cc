@@ -430,6 +430,7 @@ class Client {
     // The last write-back was seen by polling memory; a completion orders it with what follows.
     if (o_.op == Op::kWrite && !flush_writes()) return false;
     r.lat_iters = iters;
+    r.lat_mean_us = mean(us);
     r.lat_median_us = percentile(us, 0.5);
     r.lat_p99_us = percentile(us, 0.99);
     return true;

@@ -95,6 +95,13 @@ bool check_pattern(const std::uint8_t* p, std::size_t n, std::uint32_t seed) {
   return true;
 }
 
+double mean(const std::vector<double>& v) {
+  if (v.empty()) return 0;
+  double sum = 0;
+  for (double x : v) sum += x;
+  return sum / static_cast<double>(v.size());
+}
+
 double percentile(std::vector<double>& v, double p) {
   if (v.empty()) return 0;
   std::sort(v.begin(), v.end());

@@ -63,5 +63,8 @@ bool check_pattern(const std::uint8_t* p, std::size_t n, std::uint32_t seed);
 
 // The p-quantile (0..1) of `v` (sorted in place); 0 for an empty vector.
 double percentile(std::vector<double>& v, double p);
+// The arithmetic mean (0 for none): what programs that divide a total time by their iterations
+// (fi_pingpong) report.
+double mean(const std::vector<double>& v);
 
 }  // namespace uwarp::perf

@@ -29,12 +29,13 @@ void print_json(const std::vector<SizeResult>& results) {
     std::printf(
         "  {\"op\": \"%s\", \"transport\": \"%s\", \"size\": %u, \"qps\": %u, \"iters\": %llu, "
         "\"crc\": %s, \"seconds\": %.6f, "
-        "\"gbps\": %.4f, \"msg_rate\": %.1f, \"lat_median_us\": %.3f, \"lat_p99_us\": %.3f, "
+        "\"gbps\": %.4f, \"msg_rate\": %.1f, \"lat_median_us\": %.3f, \"lat_mean_us\": %.3f, "
+        "\"lat_p99_us\": %.3f, "
         "\"lat_iters\": %u, \"max_gap_ms\": %.3f, "
         "\"verified\": %s, \"error\": \"%s\"}%s\n",
         to_string(r.op), r.tcp ? "tcp" : "uwarp", r.size, r.qps,
         static_cast<unsigned long long>(r.iters), r.crc ? "true" : "false", r.seconds, r.gbps,
-        r.msg_rate, r.lat_median_us, r.lat_p99_us, r.lat_iters, r.max_gap_ms,
+        r.msg_rate, r.lat_median_us, r.lat_mean_us, r.lat_p99_us, r.lat_iters, r.max_gap_ms,
         r.verified ? "true" : "false", r.error.c_str(), i + 1 < results.size() ? "," : "");
   }
   std::printf("]\n");

@@ -24,6 +24,7 @@ struct SizeResult {
   // last completion (a stall of the data path shows here; the rate averages it away).
   double max_gap_ms = 0;
   double lat_median_us = 0;
+  double lat_mean_us = 0;
   double lat_p99_us = 0;
   std::uint32_t lat_iters = 0;
   bool verified = false;  // data checked and correct (only with --verify)

@@ -308,6 +308,7 @@ bool measure(const std::vector<int>& fds, const Options& o, std::uint32_t size, 
     us.push_back(std::chrono::duration<double, std::micro>(Clock::now() - s).count() / 2);
   }
   r.lat_iters = pingpongs;
+  r.lat_mean_us = mean(us);
   r.lat_median_us = percentile(us, 0.5);
   r.lat_p99_us = percentile(us, 0.99);
   r.verified = o.verify && ok && check_pattern(dst.data(), size, 1);  // the last echo
