@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Checks the captures uwarp writes itself (UWARP_PCAP, uwarp-run --pcap; docs/tracing.md): runs
 # uwarp-perf's server and client over 127.0.0.1 with Send, RDMA Write and RDMA Read, CRC off and
-# on, each process writing its own file, and rping through `uwarp-run --pcap` with MPA markers,
+# on, each process writing its own file (the server with UWARP_PCAP, the client through
+# `uwarp trace`), and rping through `uwarp-run --pcap` with MPA markers,
 # without and with CRC; then decodes every file with tshark as tshark_check.sh decodes captures
 # taken on lo: no "Malformed", no "Bad CRC32", the MPA request and reply, every data-carrying TCP
 # segment claimed by the iWARP dissectors. And counts: the RDMAP messages decoded of the run's
@@ -14,50 +15,26 @@ bin=${1:-build/bin}
 keep=${2:-}
 perf="$bin/uwarp-perf"
 [ -x "$perf" ] || { echo "pcap_trace_check: $perf missing" >&2; exit 1; }
+[ -x "$bin/uwarp" ] || { echo "pcap_trace_check: $bin/uwarp missing" >&2; exit 1; }
 if ! command -v tshark >/dev/null; then
   echo "pcap_trace_check: SKIPPED: tshark is not installed" >&2
   exit 0
 fi
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-failures=0
-checks=0
+tag=pcap_trace_check
+# shellcheck source=tests/capture/decode_checks.sh
+. "$(dirname "$0")/decode_checks.sh"
 
-fail() {
-  echo "pcap_trace_check: FAIL: $*" >&2
-  failures=$((failures + 1))
-}
-expect_found() {  # expect_found LABEL PATTERN FILE
-  checks=$((checks + 1))
-  grep -q -- "$2" "$3" || fail "$1: no '$2' in $(basename "$3")"
-}
-expect_absent() {  # expect_absent LABEL PATTERN FILE
-  checks=$((checks + 1))
-  if grep -qi -- "$2" "$3"; then fail "$1: '$2' in $(basename "$3"): $(grep -i -m3 -- "$2" "$3" | tr '\n' ' ')"; fi
-}
-
-# decode NAME: decodes $work/NAME.pcap into $work/NAME.{decode,list}.txt and checks what every
-# capture must satisfy (as tshark_check.sh's stop_and_decode).
+# decode NAME: check_decoded NAME (decode_checks.sh), once uwarp has written the file.
 decode() {
-  local name=$1 pcap="$work/$1.pcap" decode="$work/$1.decode.txt" list="$work/$1.list.txt"
+  local name=$1 pcap="$work/$1.pcap"
   checks=$((checks + 1))
   if [ ! -s "$pcap" ]; then
     fail "$name: no capture written ($pcap)"
     return
   fi
-  tshark --disable-heuristic rpcrdma_iwarp -r "$pcap" -O iwarp_mpa,iwarp_ddp_rdmap >"$decode" 2>&1
-  tshark --disable-heuristic rpcrdma_iwarp -r "$pcap" >"$list" 2>&1
-  echo "pcap_trace_check: $name: $(grep -c . "$list" || true) frames"
-  expect_absent "$name" "malformed" "$decode"
-  expect_absent "$name" "Bad CRC" "$decode"
-  expect_absent "$name" "cut short" "$list"
-  expect_found "$name" "MPA Request Frame" "$list"
-  expect_found "$name" "MPA Reply Frame" "$list"
-  checks=$((checks + 1))
-  local undecoded
-  undecoded=$(awk '$6 == "TCP" && / Len=[1-9]/ && !/reassembled PDU/' "$list" | head -5)
-  [ -z "$undecoded" ] || fail "$name: segments not decoded as iWARP: $undecoded"
-  if [ -n "$keep" ]; then mkdir -p "$keep"; cp "$pcap" "$decode" "$list" "$keep/"; fi
+  check_decoded "$name"
 }
 
 # rdmap_totals NAME OPCODE: "MESSAGES BYTES" of RDMAP opcode OPCODE decoded in NAME.pcap: the
@@ -121,8 +98,10 @@ for crc in nocrc crc; do
     ok=0
     for attempt in 1 2 3 4 5 6 7 8 9 10; do  # until the server listens
       sleep 0.3
-      if UWARP_PCAP="$work/$name-client.pcap" timeout 60 "$perf" client 127.0.0.1 --port "$port" --op "$op" \
-           --sizes "$sizes" --iters "$iters" --verify --no-progress "${flags[@]}" >"$work/$name.client" 2>&1; then
+      # The client through the front door, `uwarp trace` (uwarp-run with UWARP_PCAP set).
+      if timeout 60 "$bin/uwarp" trace -o "$work/$name-client.pcap" -- "$perf" client 127.0.0.1 \
+           --port "$port" --op "$op" --sizes "$sizes" --iters "$iters" --verify --no-progress \
+           "${flags[@]}" >"$work/$name.client" 2>&1; then
         ok=1
         break
       fi

@@ -20,21 +20,9 @@ if [ "$(id -u)" -ne 0 ] && ! command -v dumpcap >/dev/null; then
 fi
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-failures=0
-checks=0
-
-fail() {
-  echo "tshark_check: FAIL: $*" >&2
-  failures=$((failures + 1))
-}
-expect_found() {  # expect_found LABEL PATTERN FILE
-  checks=$((checks + 1))
-  grep -q -- "$2" "$3" || fail "$1: no '$2' in $(basename "$3")"
-}
-expect_absent() {  # expect_absent LABEL PATTERN FILE
-  checks=$((checks + 1))
-  if grep -qi -- "$2" "$3"; then fail "$1: '$2' in $(basename "$3"): $(grep -i -m3 -- "$2" "$3" | tr '\n' ' ')"; fi
-}
+tag=tshark_check
+# shellcheck source=tests/capture/decode_checks.sh
+. "$(dirname "$0")/decode_checks.sh"
 
 # start_capture NAME PORT: captures tcp port PORT on lo into $work/NAME.pcap (sets $cap);
 # PORT may instead be a whole capture filter.
@@ -49,29 +37,14 @@ start_capture() {
   done
 }
 
-# stop_and_decode NAME: ends the capture, decodes it into $work/NAME.{decode,list}.txt and
-# checks what every capture must satisfy.
+# stop_and_decode NAME: ends the capture, then check_decoded NAME (decode_checks.sh).
 stop_and_decode() {
-  local name=$1 decode="$work/$1.decode.txt" list="$work/$1.list.txt"
+  local name=$1
   sleep 0.5
   kill -INT "$cap" 2>/dev/null || true
   wait "$cap" 2>/dev/null || true
   grep -i "dropped" "$work/tshark-$name.log" >&2 || true
-  tshark --disable-heuristic rpcrdma_iwarp -r "$work/$name.pcap" -O iwarp_mpa,iwarp_ddp_rdmap >"$decode" 2>&1
-  tshark --disable-heuristic rpcrdma_iwarp -r "$work/$name.pcap" >"$list" 2>&1
-  echo "tshark_check: $name: $(grep -c . "$list" || true) frames captured"
-  expect_absent "$name" "malformed" "$decode"
-  expect_absent "$name" "Bad CRC" "$decode"
-  expect_found "$name" "MPA Request Frame" "$list"
-  expect_found "$name" "MPA Reply Frame" "$list"
-  # Data-carrying segments that tshark shows as plain TCP (not MPA/DDP, not a reassembly
-  # fragment) would be frames the iWARP dissectors could not claim. A TCP retransmission repeats
-  # bytes already decoded in the original segment, and tshark does not dissect it again.
-  checks=$((checks + 1))
-  local undecoded
-  undecoded=$(awk '$6 == "TCP" && / Len=[1-9]/ && !/reassembled PDU/ && !/Retransmission\]/' "$list" | head -5)
-  [ -z "$undecoded" ] || fail "$name: segments not decoded as iWARP: $undecoded"
-  if [ -n "$keep" ]; then mkdir -p "$keep"; cp "$work/$name.pcap" "$decode" "$list" "$keep/"; fi
+  check_decoded "$name"
 }
 
 for crc in nocrc crc; do
