@@ -9,10 +9,6 @@
 namespace uwarp::cm {
 namespace {
 
-bool logging(log::Level level) {
-  return log::enabled(level);
-}
-
 std::string_view rtr_name(proto::RtrType rtr) {
   switch (rtr) {
     case proto::RtrType::kNone:
@@ -68,7 +64,7 @@ Result<std::shared_ptr<Connection>> Connection::connect(runtime::EnginePool& eng
   c->local_ = io::local_address(c->socket_.fd());
   c->initiator_.emplace(options.mpa);
   c->self_ = c;
-  if (logging(log::Level::kInfo)) c->log_line(log::Level::kInfo, "connecting");
+  if (log::enabled(log::Level::kInfo)) c->log_line(log::Level::kInfo, "connecting");
   const auto timeout = options.mpa_timeout;
   c->engine_.post([c, timeout] {
     if (Status s = c->socket_.attach(); !s) {
@@ -98,7 +94,7 @@ std::shared_ptr<Connection> Connection::accepted(runtime::EnginePool& engines,
   c->socket_.set_fd(std::move(fd));
   c->local_ = io::local_address(c->socket_.fd());
   c->state_ = State::kAwaitingRequest;
-  if (logging(log::Level::kDebug))
+  if (log::enabled(log::Level::kDebug))
     c->log_line(log::Level::kDebug, "TCP connection accepted, awaiting its MPA request");
   if (!c->socket_.attach()) return nullptr;
   c->socket_.deadline().arm(runtime::Clock::now() + timeout, c->weak_from_this(), [](Connection& self) {
@@ -137,7 +133,7 @@ void Connection::handshake_lost(Status why) {
   if (state_ == State::kAwaitingReply) {
     fail(CmEventType::kConnectError, std::move(why), std::nullopt);
   } else if (state_ == State::kAwaitingRequest) {
-    if (logging(log::Level::kInfo))
+    if (log::enabled(log::Level::kInfo))
       log_line(log::Level::kInfo, "connection lost before its MPA request: " + why.to_string());
     close_handshake();
   }
@@ -154,7 +150,7 @@ void Connection::on_reply_bytes() {
       return;
     case ReplyVerdict::Next::kRejected:
       outcome_ = initiator_->outcome();
-      if (logging(log::Level::kInfo))
+      if (log::enabled(log::Level::kInfo))
         log_line(log::Level::kInfo, "rejected by the peer: " + v.why.to_string());
       emit(CmEventType::kRejected, std::move(v.why), outcome_.peer_private_data);
       close_handshake();
@@ -164,7 +160,7 @@ void Connection::on_reply_bytes() {
       start_stream(v.link, v.early);
       if (state_ == State::kEstablishing) {
         state_ = State::kEstablished;
-        if (logging(log::Level::kInfo)) log_line(log::Level::kInfo, "established");
+        if (log::enabled(log::Level::kInfo)) log_line(log::Level::kInfo, "established");
         emit(CmEventType::kEstablished, Status::ok(), outcome_.peer_private_data);
       }
       return;
@@ -178,12 +174,12 @@ void Connection::on_request_bytes() {
       socket_.receive_more();
       return;
     case RequestVerdict::Next::kDrop:
-      if (logging(log::Level::kWarn))
+      if (log::enabled(log::Level::kWarn))
         log_line(log::Level::kWarn, "closed: invalid or oversized MPA request");
       close_handshake();
       return;
     case RequestVerdict::Next::kReport:
-      if (logging(log::Level::kInfo)) log_line(log::Level::kInfo, "connection request");
+      if (log::enabled(log::Level::kInfo)) log_line(log::Level::kInfo, "connection request");
       socket_.deadline().cancel();
       state_ = State::kRequestPending;
       if (auto l = listener_.lock()) {
@@ -212,7 +208,7 @@ Status Connection::accept(verbs::QueuePair& qp, const proto::MpaParams& local,
     }
     qp_ = &qp;
     qp_num_ = qp.qp_num();
-    if (logging(log::Level::kInfo)) log_line(log::Level::kInfo, "accepting");
+    if (log::enabled(log::Level::kInfo)) log_line(log::Level::kInfo, "accepting");
     socket_.send_frame(responder_.accept(local));
     outcome_ = responder_.outcome();
     start_stream(link_params(outcome_, /*initiator=*/false), {});
@@ -220,7 +216,7 @@ Status Connection::accept(verbs::QueuePair& qp, const proto::MpaParams& local,
     if (state_ != State::kEstablishing) return;
     if (outcome_.rtr == proto::RtrType::kNone) {
       state_ = State::kEstablished;
-      if (logging(log::Level::kInfo)) log_line(log::Level::kInfo, "established");
+      if (log::enabled(log::Level::kInfo)) log_line(log::Level::kInfo, "established");
       emit(CmEventType::kEstablished, Status::ok());
     } else {
       rtr_deadline_.arm(runtime::Clock::now() + rtr_timeout, weak_from_this(),
@@ -235,7 +231,7 @@ void Connection::rtr_deadline_expired() {
   // The connection never came up: a connect error, and no kDisconnected when the stream closes.
   state_ = State::kClosed;
   disconnected_event_sent_ = true;
-  if (logging(log::Level::kWarn))
+  if (log::enabled(log::Level::kWarn))
     log_line(log::Level::kWarn, "connect error: no RTR from the peer in time");
   abort_stream();
   if (qp_ != nullptr) [[maybe_unused]] Status s = qp_->modify_state(QpState::kError);  // flushes
@@ -250,7 +246,8 @@ Status Connection::reject(std::span<const std::uint8_t> private_data) {
       result = Status(Errc::kInvalidState, "no connection request is pending");
       return;
     }
-    if (logging(log::Level::kInfo)) log_line(log::Level::kInfo, "rejecting the connection request");
+    if (log::enabled(log::Level::kInfo))
+      log_line(log::Level::kInfo, "rejecting the connection request");
     socket_.send_frame(responder_.reject(private_data));
     close_handshake();
   });
@@ -260,7 +257,7 @@ Status Connection::reject(std::span<const std::uint8_t> private_data) {
 void Connection::start_stream(const verbs::LinkParams& params, ConstByteSpan early) {
   io::Fd fd = socket_.hand_over();
   state_ = State::kEstablishing;
-  if (logging(log::Level::kInfo)) {
+  if (log::enabled(log::Level::kInfo)) {
     log_line(log::Level::kInfo, "MPA revision " + std::to_string(outcome_.revision) + ", CRC " +
                                     (params.crc ? "on" : "off") + ", markers sent " +
                                     (params.send_markers ? "yes" : "no") + ", received " +
@@ -289,13 +286,13 @@ void Connection::stream_rtr_received() {
   if (state_ != State::kEstablishing) return;
   rtr_deadline_.cancel();
   state_ = State::kEstablished;
-  if (logging(log::Level::kInfo)) log_line(log::Level::kInfo, "established (RTR received)");
+  if (log::enabled(log::Level::kInfo)) log_line(log::Level::kInfo, "established (RTR received)");
   emit(CmEventType::kEstablished, Status::ok());
 }
 
 void Connection::stream_closed(bool graceful, const std::string& why) {
   const bool was_up = state_ == State::kEstablished || state_ == State::kEstablishing;
-  if (logging(log::Level::kInfo)) {
+  if (log::enabled(log::Level::kInfo)) {
     log_line(log::Level::kInfo,
              std::string(graceful ? "closed" : "closed abnormally") + ": " + why);
   }
@@ -310,7 +307,7 @@ void Connection::stream_closed(bool graceful, const std::string& why) {
 
 void Connection::disconnect() {
   engine_.run_sync([&] {
-    if (logging(log::Level::kInfo) && state_ != State::kClosed)
+    if (log::enabled(log::Level::kInfo) && state_ != State::kClosed)
       log_line(log::Level::kInfo, "disconnecting");
     if (stream_) {
       stream_->disconnect();
@@ -322,7 +319,7 @@ void Connection::disconnect() {
 
 void Connection::abort() {
   engine_.run_sync([&] {
-    if (logging(log::Level::kDebug) && state_ != State::kClosed)
+    if (log::enabled(log::Level::kDebug) && state_ != State::kClosed)
       log_line(log::Level::kDebug, "aborting");
     disconnected_event_sent_ = true;  // the application asked: no event
     rtr_deadline_.cancel();
@@ -333,7 +330,7 @@ void Connection::abort() {
 }
 
 void Connection::fail(CmEventType type, Status why, std::optional<wire::TerminateCode> terminate) {
-  if (logging(log::Level::kWarn)) {
+  if (log::enabled(log::Level::kWarn)) {
     log_line(log::Level::kWarn,
              std::string(to_string(type)) + ": " + why.to_string() +
                  (terminate ? ", sending Terminate " + wire::describe_named(*terminate)

@@ -93,6 +93,20 @@ static inline struct rdma_cm_id* resolved_id(struct rdma_event_channel* ch, cons
   return id;
 }
 
+/* An id of `ch` listening on `host` at an ephemeral port (rdma_get_src_port tells which), or
+ * NULL. */
+static inline struct rdma_cm_id* listening_id(struct rdma_event_channel* ch, const char* host) {
+  struct rdma_cm_id* id = NULL;
+  struct sockaddr_storage any;
+  make_addr(host, 0, &any);
+  if (rdma_create_id(ch, &id, NULL, RDMA_PS_TCP) != 0) return NULL;
+  if (rdma_bind_addr(id, (struct sockaddr*)&any) != 0 || rdma_listen(id, 1) != 0) {
+    rdma_destroy_id(id);
+    return NULL;
+  }
+  return id;
+}
+
 /* One connection over `host`: the client's and the server's ids, each QP with its own CQs
  * (made by rdma_create_qp), in the process's one PD. open_conn_ex makes the client's QP with
  * rdma_create_qp_ex and `client_ex` instead (its PD is filled in). */
@@ -110,13 +124,8 @@ static inline int open_conn_ex(const char* host, struct conn* k,
   k->sch = rdma_create_event_channel();
   k->cch = rdma_create_event_channel();
   if (k->sch == NULL || k->cch == NULL) return -1;
-  struct sockaddr_storage any;
-  make_addr(host, 0, &any);
-  if (rdma_create_id(k->sch, &k->listen_id, NULL, RDMA_PS_TCP) != 0 ||
-      rdma_bind_addr(k->listen_id, (struct sockaddr*)&any) != 0 ||
-      rdma_listen(k->listen_id, 1) != 0) {
-    return -1;
-  }
+  k->listen_id = listening_id(k->sch, host);
+  if (k->listen_id == NULL) return -1;
   k->c = resolved_id(k->cch, host, ntohs(rdma_get_src_port(k->listen_id)));
   struct ibv_qp_init_attr a = qp_attr();
   if (k->c == NULL) return -1;

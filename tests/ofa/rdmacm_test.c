@@ -824,11 +824,9 @@ static void test_external_qp(const char* host) {
   struct rdma_event_channel* cch = rdma_create_event_channel();
   CHECK(sch != NULL && cch != NULL);
   if (sch == NULL || cch == NULL) return;
-  struct rdma_cm_id* listen_id = NULL;
-  struct sockaddr_storage any;
-  make_addr(host, 0, &any);
-  CHECK(rdma_create_id(sch, &listen_id, NULL, RDMA_PS_TCP) == 0 &&
-        rdma_bind_addr(listen_id, (struct sockaddr*)&any) == 0 && rdma_listen(listen_id, 1) == 0);
+  struct rdma_cm_id* listen_id = listening_id(sch, host);
+  CHECK(listen_id != NULL);
+  if (listen_id == NULL) return;
   struct rdma_cm_id* c = resolved_id(cch, host, ntohs(rdma_get_src_port(listen_id)));
   if (c == NULL) return;
   struct ibv_cq* ccq = ibv_create_cq(c->verbs, 16, NULL, NULL, 0);

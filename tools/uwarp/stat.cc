@@ -158,6 +158,19 @@ CounterValues per_second(const CounterValues& now, const CounterValues* before, 
   return r;
 }
 
+// "  GROUP<per>:" and " NAME VALUE" for each nonzero counter of [first, last], NAME its
+// counter_name without "GROUP_".
+void print_nonzero(const CounterValues& v, std::string_view group, Counter first, Counter last,
+                   const char* per) {
+  std::string line = "  " + std::string(group) + per + ":";
+  for (auto c = first; c <= last; c = static_cast<Counter>(static_cast<int>(c) + 1)) {
+    if (v[c] != 0)
+      line += " " + std::string(stats::counter_name(c).substr(group.size() + 1)) + " " +
+              count_text(static_cast<double>(v[c]));
+  }
+  std::printf("%s\n", line.c_str());
+}
+
 void print_device(const stats::DeviceSnapshot& d, const CounterValues& v, bool rates) {
   std::printf(
       "device %u %s  I/O %s  send budget %s  QPs %llu live (%llu created, %llu without a slot)\n",
@@ -172,22 +185,9 @@ void print_device(const stats::DeviceSnapshot& d, const CounterValues& v, bool r
               count_text(static_cast<double>(v[Counter::kTxFpdus])).c_str(), per,
               bytes_text(static_cast<double>(v[Counter::kRxBytes])).c_str(), per,
               count_text(static_cast<double>(v[Counter::kRxFpdus])).c_str(), per);
-  std::string line = "  posted" + std::string(per) + ":";
-  for (auto c = Counter::kPostedSend; c <= Counter::kPostedRecv;
-       c = static_cast<Counter>(static_cast<int>(c) + 1)) {
-    if (v[c] != 0)
-      line += " " + std::string(stats::counter_name(c).substr(7)) + " " +
-              count_text(static_cast<double>(v[c]));
-  }
-  std::printf("%s\n", line.c_str());
-  line = "  completed" + std::string(per) + ":";
-  for (auto c = Counter::kCompletedSuccess; c <= Counter::kCompletedMemoryWindowBindError;
-       c = static_cast<Counter>(static_cast<int>(c) + 1)) {
-    if (v[c] != 0)
-      line += " " + std::string(stats::counter_name(c).substr(10)) + " " +
-              count_text(static_cast<double>(v[c]));
-  }
-  std::printf("%s\n", line.c_str());
+  print_nonzero(v, "posted", Counter::kPostedSend, Counter::kPostedRecv, per);
+  print_nonzero(v, "completed", Counter::kCompletedSuccess,
+                Counter::kCompletedMemoryWindowBindError, per);
   std::printf(
       "  Terminates sent %llu, received %llu; CRC errors %llu; send stalls %llu%s; TCP retransmits "
       "%llu\n",
