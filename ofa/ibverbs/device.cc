@@ -33,7 +33,6 @@ constexpr char kDeviceName[] = "uwarp0";
 constexpr char kUverbsName[] = "uwarp_uverbs0";
 constexpr char kIbdevPath[] = "/sys/class/infiniband/uwarp0";
 constexpr char kUverbsPath[] = "/sys/class/infiniband_verbs/uwarp_uverbs0";
-constexpr std::uint8_t kPortNum = 1;
 constexpr std::uint16_t kDefaultPkey = 0xffff;
 constexpr std::uint8_t kWidth4x = 2;          // active_width: 4X
 constexpr std::uint8_t kSpeed25Gbps = 32;     // active_speed: 25 Gb/s per lane (EDR)

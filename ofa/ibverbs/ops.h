@@ -11,6 +11,9 @@
 
 namespace uwarp::ofa {
 
+// The device's one port.
+inline constexpr std::uint8_t kPortNum = 1;
+
 // device.cc
 int query_port_ex(ibv_context* context, std::uint8_t port_num, ibv_port_attr* attr,
                   std::size_t attr_len);

@@ -45,7 +45,6 @@
 namespace uwarp::ofa {
 namespace {
 
-constexpr std::uint8_t kPortNum = 1;
 constexpr unsigned kSendFlags =
     IBV_SEND_FENCE | IBV_SEND_SIGNALED | IBV_SEND_SOLICITED | IBV_SEND_INLINE;
 constexpr std::size_t kStackSges = 16;

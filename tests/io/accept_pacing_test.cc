@@ -3,6 +3,7 @@
 // connection once descriptors are free. Each backend runs in a child process whose descriptor
 // limit is lowered (support/fd_exhaustion.h), so that this process keeps its own; the child is
 // the loop thread and reports through a pipe.
+#include <gtest/gtest.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -11,10 +12,9 @@
 #include <memory>
 #include <string>
 
-#include <gtest/gtest.h>
-
 #include "io/backend.h"
 #include "support/fd_exhaustion.h"
+#include "support/per_backend.h"
 
 namespace uwarp::io {
 namespace {
@@ -46,14 +46,10 @@ struct Counter : IoHandler {
   }
 };
 
-std::unique_ptr<IoBackend> make(const std::string& name) {
-  return name == "uring" ? make_uring_backend() : make_epoll_backend();
-}
-
 // The child's part: a queued connection, no descriptor free for kWindow, then free ones.
 Outcome run_child(const std::string& backend_name) {
   Outcome out;
-  std::unique_ptr<IoBackend> backend = make(backend_name);
+  std::unique_ptr<IoBackend> backend = testing::make_backend(backend_name);
   auto addr = SocketAddress::resolve("127.0.0.1", 0);
   if (!backend || !addr) return out;
   auto listener = tcp_listen(*addr, 4);

@@ -1,5 +1,8 @@
 // The IoBackend contract (io/backend.h), checked for each backend on loopback sockets. The test
 // thread is the loop thread: it calls run_once until what it waits for has happened (bounded).
+#include "io/backend.h"
+
+#include <gtest/gtest.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -13,9 +16,7 @@
 #include <thread>
 #include <vector>
 
-#include <gtest/gtest.h>
-
-#include "io/backend.h"
+#include "support/per_backend.h"
 
 namespace uwarp::io {
 namespace {
@@ -49,14 +50,10 @@ Fd listen_loopback() {
   return listener ? std::move(*listener) : Fd();
 }
 
-std::unique_ptr<IoBackend> make(const std::string& name) {
-  return name == "uring" ? make_uring_backend() : make_epoll_backend();
-}
-
 class Backend : public ::testing::TestWithParam<std::string> {
  protected:
   void SetUp() override {
-    backend_ = make(GetParam());
+    backend_ = testing::make_backend(GetParam());
     if (!backend_) GTEST_SKIP() << "io_uring is refused on this machine (kernel or policy)";
   }
   // Runs the loop until done() or 5 s.

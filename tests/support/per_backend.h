@@ -9,6 +9,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdlib>
+#include <memory>
 #include <string>
 #include <thread>
 
@@ -23,6 +24,11 @@ inline bool uring_available() {
   bool ok = false;
   std::thread([&ok] { ok = io::make_uring_backend() != nullptr; }).join();
   return ok;
+}
+
+// A backend by name ("uring" or "epoll"), made on this thread (null where io_uring is refused).
+inline std::unique_ptr<io::IoBackend> make_backend(const std::string& name) {
+  return name == "uring" ? io::make_uring_backend() : io::make_epoll_backend();
 }
 
 class PerBackend : public ::testing::TestWithParam<std::string> {

@@ -23,7 +23,7 @@
 namespace uwarp::tool {
 namespace {
 
-void usage(std::FILE* out) {
+void info_usage(std::FILE* out) {
   std::fputs(
       "usage: uwarp info [--json]\n"
       "Opens the device as a program would now (this environment: UWARP_IO, UWARP_SEND_BUDGET,\n"
@@ -65,7 +65,7 @@ int info_main(int argc, char** argv) {
   for (int i = 1; i < argc; ++i) {
     const std::string_view a = argv[i];
     if (a == "-h" || a == "--help") {
-      usage(stdout);
+      info_usage(stdout);
       return 0;
     }
     if (a == "--json") {
@@ -73,7 +73,7 @@ int info_main(int argc, char** argv) {
       continue;
     }
     std::fprintf(stderr, "uwarp info: unknown argument '%s'\n", argv[i]);
-    usage(stderr);
+    info_usage(stderr);
     return 2;
   }
   // This look at the device is not a process using uwarp: no statistics file for it.

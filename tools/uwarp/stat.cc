@@ -24,7 +24,7 @@ using stats::Counter;
 using stats::CounterValues;
 using stats::Snapshot;
 
-void usage(std::FILE* out) {
+void stat_usage(std::FILE* out) {
   std::fputs(
       "usage: uwarp stat [PID] [-i SECONDS] [-n COUNT] [--json]\n"
       "The counters of a running process that uses uwarp (its statistics file, readable by the\n"
@@ -304,7 +304,7 @@ int stat_main(int argc, char** argv) {
     const std::string_view a = argv[i];
     const auto value = [&]() -> const char* { return i + 1 < argc ? argv[++i] : nullptr; };
     if (a == "-h" || a == "--help") {
-      usage(stdout);
+      stat_usage(stdout);
       return 0;
     }
     if (a == "--json") {
@@ -329,7 +329,7 @@ int stat_main(int argc, char** argv) {
       pid = static_cast<pid_t>(std::strtol(argv[i], nullptr, 10));
     } else {
       std::fprintf(stderr, "uwarp stat: unknown argument '%s'\n", argv[i]);
-      usage(stderr);
+      stat_usage(stderr);
       return 2;
     }
   }

@@ -18,7 +18,7 @@
 namespace uwarp::tool {
 namespace {
 
-void usage(std::FILE* out) {
+void trace_usage(std::FILE* out) {
   std::fputs(
       "usage: uwarp trace -o FILE [--mpa LIST] [--] PROGRAM [ARGS...]\n"
       "Runs PROGRAM over uwarp through uwarp-run (the one installed next to uwarp) with\n"
@@ -54,7 +54,7 @@ int trace_main(int argc, char** argv) {
   for (; i < argc; ++i) {
     const std::string_view a = argv[i];
     if (a == "-h" || a == "--help") {
-      usage(stdout);
+      trace_usage(stdout);
       return 0;
     }
     if (a == "--") {
@@ -69,7 +69,7 @@ int trace_main(int argc, char** argv) {
       mpa = argv[++i];
     } else if (!a.empty() && a[0] == '-') {
       std::fprintf(stderr, "uwarp trace: unknown option '%s'\n", argv[i]);
-      usage(stderr);
+      trace_usage(stderr);
       return 2;
     } else {
       break;  // PROGRAM
@@ -78,7 +78,7 @@ int trace_main(int argc, char** argv) {
   if (output.empty() || i >= argc) {
     std::fprintf(stderr, "uwarp trace: %s\n",
                  output.empty() ? "-o FILE is required" : "no PROGRAM");
-    usage(stderr);
+    trace_usage(stderr);
     return 2;
   }
   const std::string run = own_directory() + "/uwarp-run";
