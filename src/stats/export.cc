@@ -264,6 +264,13 @@ std::string DeviceStats::file_path() {
   return ProcessFile::get().path();
 }
 
+std::string QpStats::endpoints() const {
+  const QpSlot& s = *slot_;
+  if (s.connected.load(std::memory_order_acquire) == 0) return {};
+  return " (local " + endpoint(s.family, s.local_addr, s.local_port) + ", peer " +
+         endpoint(s.family, s.peer_addr, s.peer_port) + ")";
+}
+
 QpStats::QpStats(DeviceStats& device, std::uint32_t qp_num) : device_(device), qp_num_(qp_num) {
   ProcessFile& file = ProcessFile::get();
   MutexLock lock(file.mutex());

@@ -66,6 +66,8 @@ class QpStats {
   // device; a sent LLP "bad CRC" also counts as a CRC error.
   void terminate_sent(std::uint8_t layer, std::uint8_t etype, std::uint8_t ecode);
   void terminate_received(std::uint8_t layer, std::uint8_t etype, std::uint8_t ecode);
+  // " (local A, peer B)" once the QP has had a connection, else empty: for log lines.
+  std::string endpoints() const;
 
  private:
   DeviceStats& device_;

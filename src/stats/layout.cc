@@ -1,5 +1,7 @@
 #include "stats/layout.h"
 
+#include <arpa/inet.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <cstdlib>
@@ -97,6 +99,15 @@ std::vector<std::string> directories() {
     dirs.push_back(std::string(xdg) + "/uwarp");
   dirs.push_back("/dev/shm/uwarp-" + std::to_string(::getuid()));
   return dirs;
+}
+
+std::string endpoint(std::uint8_t family, const std::uint8_t* addr, std::uint16_t port) {
+  char buf[INET6_ADDRSTRLEN] = {};
+  if (family == AF_INET && ::inet_ntop(AF_INET, addr, buf, sizeof(buf)) != nullptr)
+    return std::string(buf) + ":" + std::to_string(port);
+  if (family == AF_INET6 && ::inet_ntop(AF_INET6, addr, buf, sizeof(buf)) != nullptr)
+    return "[" + std::string(buf) + "]:" + std::to_string(port);
+  return "";
 }
 
 }  // namespace uwarp::stats

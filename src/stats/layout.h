@@ -187,4 +187,7 @@ static_assert(sizeof(FileHeader) == 256);
 // create (0700); readers look in both. Each file is named after its process's PID.
 std::vector<std::string> directories();
 
+// "192.0.2.1:7174" or "[2001:db8::1]:7174" from a slot's address fields; empty for another family.
+std::string endpoint(std::uint8_t family, const std::uint8_t* addr, std::uint16_t port);
+
 }  // namespace uwarp::stats

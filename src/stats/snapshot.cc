@@ -46,15 +46,6 @@ CounterValues read_counters(const Counters& c, std::uint32_t count) {
   return out;
 }
 
-std::string endpoint(std::uint8_t family, const std::uint8_t* addr, std::uint16_t port) {
-  char buf[INET6_ADDRSTRLEN] = {};
-  if (family == AF_INET && ::inet_ntop(AF_INET, addr, buf, sizeof(buf)) != nullptr)
-    return std::string(buf) + ":" + std::to_string(port);
-  if (family == AF_INET6 && ::inet_ntop(AF_INET6, addr, buf, sizeof(buf)) != nullptr)
-    return "[" + std::string(buf) + "]:" + std::to_string(port);
-  return "";
-}
-
 // One slot, unless it changed owner (or is free): then false.
 bool read_slot(const QpSlot& s, std::uint32_t counter_count, QpSnapshot& out) {
   const std::uint32_t gen = s.generation.load(std::memory_order_acquire);

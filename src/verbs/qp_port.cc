@@ -96,9 +96,9 @@ void QpPort::terminate_queued(const wire::TerminateCode& code) {
   const bool access = code.layer != wire::TermLayer::kLlp && code.etype == 1;
   qp_.stats_.terminate_sent(static_cast<std::uint8_t>(code.layer), code.etype, code.ecode);
   if (log::enabled(log::Level::kWarn)) {
-    log::emit(
-        log::Level::kWarn, "qp",
-        "QP " + std::to_string(qp_.qp_num()) + ": sending Terminate " + wire::describe_named(code));
+    log::emit(log::Level::kWarn, "qp",
+              "QP " + std::to_string(qp_.qp_num()) + ": sending Terminate " +
+                  wire::describe_named(code) + qp_.stats_.endpoints());
   }
   qp_.enter_error(std::nullopt, 0);
   qp_.reporter_.event(access ? AsyncEventType::kQpAccessError : AsyncEventType::kQpFatal,
@@ -115,7 +115,8 @@ void QpPort::terminate_received(const wire::TerminateMessage& m) {
     log::emit(log::Level::kWarn, "qp",
               "QP " + std::to_string(qp_.qp_num()) + ": received Terminate" +
                   (m.has_control ? " " + wire::describe_named(m.code)
-                                 : std::string(" without a control word")));
+                                 : std::string(" without a control word")) +
+                  qp_.stats_.endpoints());
   }
   qp_.enter_error(status, m.raw_control);
   qp_.reporter_.event(status == WcStatus::kRemoteAccessError ? AsyncEventType::kQpAccessError

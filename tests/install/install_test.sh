@@ -125,6 +125,19 @@ tree_files() {
   return $bad
 }
 
+# libuwarp.so exports the native API (src/libuwarp.map): members of include/uwarp's classes,
+# under one version node, and nothing of the layers beneath (uwarp::verbs::, uwarp::runtime::, ...).
+tree_exports() {
+  local so=$1/lib/$multiarch/libuwarp.so bad=0 inner
+  nm -D --defined-only -C "$so" >"$work/exports" || { echo "nm $so: status $?"; return 1; }
+  grep -q " uwarp::Context::open(" "$work/exports" || { echo "uwarp::Context::open is not exported"; bad=1; }
+  inner=$(grep -E " (typeinfo (name )?for |vtable for )?uwarp::[a-z_]+::" "$work/exports" | grep -v " uwarp::to_string(" | head -5)
+  [ -z "$inner" ] || { echo "exported from beneath the API:"; echo "$inner"; bad=1; }
+  objdump -T "$so" >"$work/versions" || { echo "objdump $so: status $?"; return 1; }
+  grep -q " UWARP_0 " "$work/versions" || { echo "no symbol of version UWARP_0"; bad=1; }
+  return $bad
+}
+
 # --help of each program (status 0, its usage on stdout) and its manual page, which groff renders
 # without a warning.
 tree_help() {
@@ -242,6 +255,7 @@ check_tree() {
   local name=$1 tree=$2 sysroot=$3 run=$4 ofa=$2/lib/$multiarch/uwarp
   check "$name: installed files" tree_files "$tree"
   check "$name: --help and manual pages" tree_help "$tree"
+  check "$name: libuwarp.so exports the native API only" tree_exports "$tree"
   check "$name: hello_rdma with find_package(uwarp), libuwarp.so" example_cmake_shared "$tree" "$name"
   check "$name: hello_rdma with find_package(uwarp), libuwarp.a" example_cmake_static "$tree" "$name"
   check "$name: hello_rdma with pkg-config" example_pkg_config "$tree" "$name" "$sysroot"

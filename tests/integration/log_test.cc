@@ -1,6 +1,7 @@
 // UWARP_LOG through the native API: at info a loopback connection logs its setup (connect, the
 // request, accept, the negotiated MPA parameters, established) and its close, each a line of
-// "uwarp: info: cm: ...", with its QP number and addresses; with logging off, nothing.
+// "uwarp: info: cm: ...", with its QP number and addresses; at warn a Terminate is logged by both
+// QPs, also with their addresses; with logging off, nothing.
 #include "base/log.h"
 
 #include <gtest/gtest.h>
@@ -51,6 +52,35 @@ TEST(Log, InfoLogsSetupAndClose) {
         "QP [0-9]+: disconnecting", "QP [0-9]+: closed( abnormally)?: .*"}) {
     EXPECT_TRUE(
         std::regex_search(out, std::regex("uwarp: info: cm: (QP [0-9]+: )?" + what + " " + addrs)))
+        << "no line for '" << what << "' in:\n"
+        << out;
+  }
+}
+
+// A Read of an STag the server never gave: the server answers with a Terminate, which ends the
+// client's Read with an error.
+TEST(Log, WarnLogsTerminatesWithTheirAddresses) {
+  const log::Level saved = log::threshold();
+  log::set_threshold(log::Level::kWarn);
+  ::testing::internal::CaptureStderr();
+  {
+    ConnectedPair p;
+    EXPECT_TRUE(p.connected);
+    if (p.connected) {
+      const Sge local = p.client->mr.sge(0, 64);
+      SendWr wr = remote_wr(WrOpcode::kRdmaRead, local, *p.server, 0, 1);
+      wr.rkey ^= 0x100;  // another STag index
+      ASSERT_TRUE(p.client->qp.post_send(wr));
+      const auto wc = wait_wc(p.client->cq);
+      ASSERT_TRUE(wc.has_value());
+      EXPECT_NE(wc->status, WcStatus::kSuccess);
+    }
+  }
+  const std::string out = ::testing::internal::GetCapturedStderr();
+  log::set_threshold(saved);
+  const std::string addrs = R"( \(local 127\.0\.0\.1:[0-9]+, peer 127\.0\.0\.1:[0-9]+\))";
+  for (const std::string what : {"sending Terminate .*", "received Terminate .*"}) {
+    EXPECT_TRUE(std::regex_search(out, std::regex("uwarp: warn: qp: QP [0-9]+: " + what + addrs)))
         << "no line for '" << what << "' in:\n"
         << out;
   }
