@@ -14,11 +14,21 @@
 namespace uwarp::testing {
 namespace {
 
-std::string connect_and_close(log::Level level) {
+// What `run` writes to standard error at `level`; the threshold is restored afterwards, also
+// when an assertion inside `run` returns early.
+template <typename Run>
+std::string logged_at(log::Level level, Run run) {
   const log::Level saved = log::threshold();
   log::set_threshold(level);
   ::testing::internal::CaptureStderr();
-  {
+  run();
+  std::string out = ::testing::internal::GetCapturedStderr();
+  log::set_threshold(saved);
+  return out;
+}
+
+std::string connect_and_close(log::Level level) {
+  return logged_at(level, [] {
     ConnectedPair p;
     EXPECT_TRUE(p.connected);
     if (p.connected) {
@@ -26,10 +36,7 @@ std::string connect_and_close(log::Level level) {
       wait_event(p.client_events(), CmEventType::kDisconnected);
       wait_event(p.server_events(), CmEventType::kDisconnected);
     }
-  }
-  std::string out = ::testing::internal::GetCapturedStderr();
-  log::set_threshold(saved);
-  return out;
+  });
 }
 
 TEST(Log, InfoLogsSetupAndClose) {
@@ -60,10 +67,7 @@ TEST(Log, InfoLogsSetupAndClose) {
 // A Read of an STag the server never gave: the server answers with a Terminate, which ends the
 // client's Read with an error.
 TEST(Log, WarnLogsTerminatesWithTheirAddresses) {
-  const log::Level saved = log::threshold();
-  log::set_threshold(log::Level::kWarn);
-  ::testing::internal::CaptureStderr();
-  {
+  const std::string out = logged_at(log::Level::kWarn, [] {
     ConnectedPair p;
     EXPECT_TRUE(p.connected);
     if (p.connected) {
@@ -75,9 +79,7 @@ TEST(Log, WarnLogsTerminatesWithTheirAddresses) {
       ASSERT_TRUE(wc.has_value());
       EXPECT_NE(wc->status, WcStatus::kSuccess);
     }
-  }
-  const std::string out = ::testing::internal::GetCapturedStderr();
-  log::set_threshold(saved);
+  });
   const std::string addrs = R"( \(local 127\.0\.0\.1:[0-9]+, peer 127\.0\.0\.1:[0-9]+\))";
   for (const std::string what : {"sending Terminate .*", "received Terminate .*"}) {
     EXPECT_TRUE(std::regex_search(out, std::regex("uwarp: warn: qp: QP [0-9]+: " + what + addrs)))
