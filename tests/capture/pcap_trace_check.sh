@@ -70,15 +70,30 @@ expect_messages() {
     fail "$1: $2: decoded $messages messages and $bytes bytes, fewer than the $4 and $5 sent"
 }
 
+# segments NAME: NAME.pcap's data-carrying segments, each direction apart (in file order within
+# it): "PORTS LENGTH OPCODES ULPDU-LENGTHS LAST-FLAGS TSHARK'S-NOTES". Two ends' files of one run
+# list the same lines when each cut the stream as the other did.
+segments() {
+  tshark --disable-heuristic rpcrdma_iwarp -r "$work/$1.pcap" -Y 'tcp.len > 0' -T fields \
+    -E occurrence=a -E aggregator=' ' -e tcp.srcport -e tcp.dstport -e tcp.len \
+    -e iwarp_rdma.opcode -e iwarp_mpa.ulpdulength -e iwarp_ddp.last_flag -e _ws.expert.message \
+    2>/dev/null | awk -F'\t' '{ print $1 ">" $2 "\t" $0 }' | cut -f1,4- | sort -s -t$'\t' -k1,1
+}
+
 # expect_same_totals NAME_A NAME_B: the same messages and bytes of each RDMAP opcode in both.
+# Where they differ, the evidence goes to the output: the segments that differ between the files.
 expect_same_totals() {
-  local op a b
+  local op a b same=1
   for op in 0 1 2 3 7; do
     checks=$((checks + 1))
     a=$(rdmap_totals "$1" "$op")
     b=$(rdmap_totals "$2" "$op")
-    [ "$a" = "$b" ] || fail "opcode $op: $1 decodes to $a (messages, bytes), $2 to $b"
+    [ "$a" = "$b" ] || { fail "opcode $op: $1 decodes to $a (messages, bytes), $2 to $b"; same=0; }
   done
+  if [ "$same" = 0 ]; then
+    echo "$tag: segments that differ (< $1, > $2; PORTS LENGTH OPCODES ULPDU-LENGTHS LAST NOTES):" >&2
+    diff <(segments "$1") <(segments "$2") | head -40 >&2 || true
+  fi
 }
 
 sizes=0,1,4K,100K,1M
