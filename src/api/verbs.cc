@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "api/impl.h"
+#include "runtime/progress_activity.h"
 
 namespace uwarp {
 
@@ -69,7 +70,11 @@ std::size_t CompletionQueue::poll(std::span<WorkCompletion> out) {
   // Busy polling: an empty CQ makes the caller receive for the QPs that complete on it, instead
   // of waiting for the progress thread to wake up (docs/threading.md).
   const std::size_t n = impl_->cq.poll(out);
-  if (n != 0 || out.empty() || !impl_->cq.drive_sources()) return n;
+  if (n != 0 || out.empty()) return n;
+  if (!impl_->cq.drive_sources()) {
+    runtime::yield_to_busy_progress();
+    return 0;
+  }
   return impl_->cq.poll(out);
 }
 

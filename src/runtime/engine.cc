@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <future>
 
+#include "runtime/progress_activity.h"
 #include "runtime/send_budget.h"
 
 namespace uwarp::runtime {
@@ -126,7 +127,10 @@ void Engine::run() {
     // Spin (poll without sleeping) for a while after the last activity.
     const bool spinning = spin_.count() > 0 && Clock::now() - last_busy < spin_;
     const auto timeout = spinning ? std::chrono::microseconds(0) : next_timeout();
-    if (backend_->run_once(timeout) > 0) last_busy = Clock::now();
+    if (backend_->run_once(timeout) > 0) {
+      last_busy = Clock::now();
+      note_progress_busy();
+    }
     std::vector<std::function<void()>> tasks;
     {
       MutexLock lock(mu_);

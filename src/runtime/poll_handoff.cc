@@ -56,6 +56,7 @@ void PollSourceRegistration::add(const verbs::QpConfig& config,
   for (verbs::CompletionQueue* cq : cqs_) {
     if (cq != nullptr) cq->add_source(source);
   }
+  verbs::process_poll_sources().add(source);
 }
 
 void PollSourceRegistration::remove(verbs::CqPollSource* source) {
@@ -63,6 +64,7 @@ void PollSourceRegistration::remove(verbs::CqPollSource* source) {
     if (cq != nullptr) cq->remove_source(source);
     cq = nullptr;
   }
+  verbs::process_poll_sources().remove(source);
 }
 
 }  // namespace uwarp::runtime

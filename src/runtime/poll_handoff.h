@@ -55,8 +55,9 @@ class PollHandoff {
 };
 
 // The CQs of a QP (send and receive, once each) that a stream is registered with as a poll
-// source (verbs::CqPollSource), so that applications polling them receive for the stream.
-// Guarded by the stream's mutex.
+// source (verbs::CqPollSource), so that applications polling them receive for the stream; and
+// the process's set of every stream (verbs/poll_sources.h), which polls of other CQs drive when
+// theirs are idle. Guarded by the stream's mutex.
 class PollSourceRegistration {
  public:
   void add(const verbs::QpConfig& config, const std::shared_ptr<verbs::CqPollSource>& source);

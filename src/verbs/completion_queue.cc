@@ -29,51 +29,15 @@ void CompletionQueue::arm(bool solicited_only) {
     armed_.store(true, std::memory_order_relaxed);
   }
   // The application is about to sleep: receiving goes back to the progress thread now.
-  if (source_count_.load(std::memory_order_acquire) == 0) return;
-  std::vector<std::shared_ptr<CqPollSource>> live;
-  {
-    MutexLock lock(sources_mu_);
-    live.reserve(sources_.size());
-    for (auto& [raw, weak] : sources_) {
-      if (auto s = weak.lock()) live.push_back(std::move(s));
-    }
-  }
-  for (auto& s : live) s->cq_armed();
-}
-
-void CompletionQueue::add_source(const std::shared_ptr<CqPollSource>& source) {
-  MutexLock lock(sources_mu_);
-  for (auto& [raw, weak] : sources_) {
-    if (raw == source.get()) return;
-  }
-  sources_.emplace_back(source.get(), source);
-  source_count_.store(sources_.size(), std::memory_order_release);
-}
-
-void CompletionQueue::remove_source(const CqPollSource* source) {
-  MutexLock lock(sources_mu_);
-  std::erase_if(sources_, [source](const auto& e) { return e.first == source; });
-  source_count_.store(sources_.size(), std::memory_order_release);
+  sources_.armed();
 }
 
 bool CompletionQueue::drive_sources() {
-  if (source_count_.load(std::memory_order_acquire) == 0) return false;
-  // Strong references taken under the registry lock and used without it: a source torn down
-  // meanwhile stays alive until its call returns, and then finds itself unbound.
-  std::shared_ptr<CqPollSource> picked[kDrivePerCall];
-  std::size_t n = 0;
-  {
-    MutexLock lock(sources_mu_);
-    const std::size_t total = sources_.size();
-    for (std::size_t i = 0; i < total && n < kDrivePerCall; ++i) {
-      if (next_source_ >= total) next_source_ = 0;
-      if (auto s = sources_[next_source_++].second.lock()) picked[n++] = std::move(s);
-    }
-  }
   const bool claim = !armed_.load(std::memory_order_relaxed);
-  bool progress = false;
-  for (std::size_t i = 0; i < n; ++i) progress |= picked[i]->cq_poll_rx(claim);
-  return progress;
+  const PollSources::Driven own = sources_.drive(claim);
+  if (own.progress) return true;
+  // This CQ's streams are idle: the thread may be waiting for data that arrives on another QP.
+  return process_poll_sources().drive(claim, &own).progress;
 }
 
 std::size_t CompletionQueue::purge(std::uint32_t qp_num) {

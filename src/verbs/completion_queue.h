@@ -22,6 +22,7 @@
 #include "base/mutex.h"
 #include "base/slot_ring.h"
 #include "uwarp/types.h"
+#include "verbs/poll_sources.h"
 
 namespace uwarp::verbs {
 
@@ -75,15 +76,15 @@ class CompletionQueue {
   std::uint64_t pushed_total() const { return pushed_total_.load(std::memory_order_acquire); }
   std::uint64_t left_total() const { return left_total_.load(std::memory_order_acquire); }
 
-  // Poll sources (see above). add/remove: any thread; a source is added at most once per CQ
-  // (adding it again is ignored) and removed before it stops being usable.
-  void add_source(const std::shared_ptr<CqPollSource>& source);
-  void remove_source(const CqPollSource* source);
-  // Drives up to kDrivePerCall sources (round robin over all of them across calls), on the
-  // calling thread. Returns true if any made progress. Cheap (one atomic load) without sources.
+  // Poll sources (see above and verbs/poll_sources.h). add/remove: any thread; a source is added
+  // at most once per CQ (adding it again is ignored) and removed before it stops being usable.
+  void add_source(const std::shared_ptr<CqPollSource>& source) { sources_.add(source); }
+  void remove_source(const CqPollSource* source) { sources_.remove(source); }
+  // Drives up to PollSources::kDrivePerCall of this CQ's sources on the calling thread, and if
+  // none made progress, as many of the process's others. Returns true if any made progress.
   // No locks may be held by the caller.
   bool drive_sources();
-  static constexpr std::size_t kDrivePerCall = 4;
+  static constexpr std::size_t kDrivePerCall = PollSources::kDrivePerCall;
 
   std::uint32_t capacity() const { return capacity_; }
   std::size_t size() const { return count_.load(std::memory_order_acquire); }
@@ -105,11 +106,7 @@ class CompletionQueue {
   std::atomic<bool> overflowed_{false};
   std::atomic<bool> armed_{false};  // arm_ != kNone, for drive_sources without mu_
 
-  Mutex sources_mu_;  // leaf
-  std::vector<std::pair<const CqPollSource*, std::weak_ptr<CqPollSource>>> sources_
-      GUARDED_BY(sources_mu_);
-  std::size_t next_source_ GUARDED_BY(sources_mu_) = 0;
-  std::atomic<std::size_t> source_count_{0};
+  PollSources sources_;
 };
 
 }  // namespace uwarp::verbs

@@ -228,5 +228,43 @@ TEST(verbs_completion_queue, DrivesABoundedNumberOfSourcesPerCallRoundRobin) {
   for (auto& s : sources) EXPECT_EQ(s->polls, static_cast<int>(CompletionQueue::kDrivePerCall));
 }
 
+// The process's set holds every stream (runtime::PollSourceRegistration adds them); these tests
+// put their own fakes there and take them out again.
+TEST(verbs_completion_queue, IdleOwnSourcesLeadToTheProcesssOthers) {
+  CompletionQueue cq(4, nullptr, nullptr);
+  auto own = std::make_shared<FakeSource>();
+  auto other = std::make_shared<FakeSource>();
+  cq.add_source(own);
+  process_poll_sources().add(own);
+  process_poll_sources().add(other);
+  EXPECT_FALSE(cq.drive_sources());
+  EXPECT_EQ(own->polls, 1);  // once: the process's drive leaves out what this CQ drove
+  EXPECT_EQ(other->polls, 1);
+  EXPECT_TRUE(other->last_claim);
+  other->progress = true;
+  EXPECT_TRUE(cq.drive_sources());  // another QP's data counts as progress: poll again
+  own->progress = true;
+  EXPECT_TRUE(cq.drive_sources());
+  EXPECT_EQ(other->polls, 2);  // this CQ's own streams made progress: no others this time
+  process_poll_sources().remove(own.get());
+  process_poll_sources().remove(other.get());
+  own->progress = false;
+  EXPECT_FALSE(cq.drive_sources());
+  EXPECT_EQ(other->polls, 2);
+}
+
+TEST(verbs_completion_queue, AnArmedCqsPollDrivesTheOthersWithoutClaiming) {
+  CountingSink sink;
+  CompletionQueue cq(4, &sink, nullptr);
+  auto other = std::make_shared<FakeSource>();
+  process_poll_sources().add(other);
+  cq.arm(false);
+  EXPECT_EQ(other->armed, 0);  // arming tells only the CQ's own streams
+  (void)cq.drive_sources();
+  EXPECT_EQ(other->polls, 1);
+  EXPECT_FALSE(other->last_claim);
+  process_poll_sources().remove(other.get());
+}
+
 }  // namespace
 }  // namespace uwarp::verbs

@@ -1,0 +1,41 @@
+#include "runtime/progress_activity.h"
+
+#include <sched.h>
+
+#include <atomic>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+
+namespace uwarp::runtime {
+namespace {
+
+std::atomic<std::int64_t> g_last_busy_ns{0};
+
+std::int64_t now_ns() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+bool yielding() {
+  static const bool on = [] {
+    const char* v = std::getenv("UWARP_POLL_YIELD");
+    return v == nullptr || std::strcmp(v, "0") != 0;
+  }();
+  return on;
+}
+
+}  // namespace
+
+void note_progress_busy() {
+  g_last_busy_ns.store(now_ns(), std::memory_order_relaxed);
+}
+
+void yield_to_busy_progress() {
+  const std::int64_t last = g_last_busy_ns.load(std::memory_order_relaxed);
+  if (last == 0 || !yielding()) return;
+  if (now_ns() - last < std::chrono::nanoseconds(kBusyWindow).count()) ::sched_yield();
+}
+
+}  // namespace uwarp::runtime

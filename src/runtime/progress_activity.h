@@ -1,0 +1,27 @@
+// Whether a progress thread of this process is at work, so that an application thread spinning
+// on an empty CQ can give its core to it (docs/threading.md, "Busy polling").
+//
+// A program that spins on one CQ while the data it waits for arrives on another QP (perftest's
+// passive target polls its control connection's CQ while the progress thread receives the
+// test's Writes) takes a core the progress thread needs: on a machine with few cores the two
+// share one, and the receiving thread runs only when the scheduler preempts the spinner. So a
+// poll that found nothing, and could receive nothing itself, yields the core once (sched_yield)
+// while a progress thread has worked within kBusyWindow; with nothing else runnable on that
+// core the call returns at once.
+//
+// Threads: any; one relaxed atomic. UWARP_POLL_YIELD=0 turns yielding off.
+#pragma once
+
+#include <chrono>
+
+namespace uwarp::runtime {
+
+inline constexpr std::chrono::microseconds kBusyWindow{200};
+
+// Progress (engine) thread: it has just handled events.
+void note_progress_busy();
+// Application thread: its CQ was empty and driving the CQ's streams received nothing. Yields the
+// core once if a progress thread has been busy within kBusyWindow.
+void yield_to_busy_progress();
+
+}  // namespace uwarp::runtime
