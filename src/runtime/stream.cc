@@ -282,8 +282,12 @@ bool Stream::poll_rx(bool claim) {
   if (qp_ == nullptr) return false;
   MutexLock qlock(qp_->mutex());
   const StreamReceiver::Outcome out = received_locked(rx_.receive(*qp_, *rdmap_));
-  if (qp_ != nullptr && out.waiting) wait_for_receive_locked();
-  return out.progress;
+  if (qp_ == nullptr) return out.progress;
+  if (out.waiting) wait_for_receive_locked();
+  // And what waits for send space (Read Responses, Writes posted while the socket was full).
+  const std::uint64_t sent_before = tx_.bytes();
+  after_tx_locked(tx_.poll_send(*qp_, *rdmap_));
+  return out.progress || tx_.bytes() != sent_before;
 }
 
 void Stream::cq_armed() {

@@ -8,7 +8,7 @@
 // finds the stream claimed by a poller is left to it: the engine thread stops watching (no more
 // wake-ups for this socket) and checks back when the claim may have lapsed. Transmitting
 // happens inline on the posting thread while the socket takes the bytes, else on the engine
-// thread once it is writable.
+// thread once it is writable, or on a polling application thread that finds it writable first.
 //
 // The connection's protocol is an RdmapDriver (its RDMAP engine), from start() until the QP is
 // unbound; StreamReceiver feeds it, Transmitter fills and sends its batches.
@@ -68,9 +68,9 @@ class Stream final : public io::IoHandler,
   void on_writable() override;
 
   // Any thread, no locks held: receives and processes what the socket holds, exactly as the
-  // engine thread would, unless another thread is inside the stream (then returns false at
-  // once). claim: the caller will keep polling (PollHandoff). Returns true if bytes were
-  // received or the stream ended.
+  // engine thread would, and sends what waited for send space, unless another thread is inside
+  // the stream (then returns false at once). claim: the caller will keep polling
+  // (PollHandoff). Returns true if bytes were received or sent, or the stream ended.
   bool poll_rx(bool claim);
 
   // verbs::CqPollSource.

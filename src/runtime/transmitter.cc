@@ -83,7 +83,10 @@ void Transmitter::fill_and_send(verbs::QueuePair& qp, RdmapDriver& rdmap) {
       // batch's memory meanwhile).
       write_watched_ = true;
       stats::add(qp.counters(), stats::Counter::kSendStalls);
-      engine_.backend().watch_writable(fd_);
+      if (!watch_armed_) {
+        watch_armed_ = true;
+        engine_.backend().watch_writable(fd_);
+      }
       return;
     }
     if (n == -EINTR) continue;
@@ -103,6 +106,13 @@ void Transmitter::consume(verbs::QueuePair& qp, RdmapDriver& rdmap, std::size_t 
 }
 
 Transmitter::Outcome Transmitter::on_writable(verbs::QueuePair& qp, RdmapDriver& rdmap) {
+  watch_armed_ = false;
+  write_watched_ = false;
+  return pump(qp, rdmap);
+}
+
+Transmitter::Outcome Transmitter::poll_send(verbs::QueuePair& qp, RdmapDriver& rdmap) {
+  if (!write_watched_) return Outcome::kNone;
   write_watched_ = false;
   return pump(qp, rdmap);
 }

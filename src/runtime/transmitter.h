@@ -43,6 +43,11 @@ class Transmitter {
   Outcome pump(verbs::QueuePair& qp, RdmapDriver& rdmap) REQUIRES(qp.mutex());
   // The socket has send space (io::IoHandler::on_writable): sends what is queued.
   Outcome on_writable(verbs::QueuePair& qp, RdmapDriver& rdmap) REQUIRES(qp.mutex());
+  // A polling application thread (Stream::poll_rx): if the socket was full, tries again now
+  // instead of leaving the rest to the engine thread. The backend's write watch stays armed and
+  // still fires once (on_writable then sends what is left, if anything); no second one is armed
+  // meanwhile.
+  Outcome poll_send(verbs::QueuePair& qp, RdmapDriver& rdmap) REQUIRES(qp.mutex());
   // Some byte still to send is read from `memory` (a revocation must fail the connection).
   bool reads_from(const proto::RevokedRegion& revoked) const { return batch_.reads_from(revoked); }
   // No more sends (the stream is being torn down).
@@ -75,7 +80,8 @@ class Transmitter {
   Engine& engine_;
   const int fd_;
   proto::TxBatch batch_;
-  bool write_watched_ = false;  // the socket was full: waiting for on_writable
+  bool write_watched_ = false;  // the socket was full: waiting for on_writable (or poll_send)
+  bool watch_armed_ = false;    // watch_writable was called; its on_writable has not come yet
   long error_ = 0;              // a send failed (-errno)
   bool failed_now_ = false;     // ... and the stream has not yet been told
   bool shutdown_requested_ = false;

@@ -134,6 +134,59 @@ TEST(BusyPoll, CqPollReceivesSendsAndWritesWhileTheProgressThreadCannot) {
   blocker.release();
 }
 
+// A thread that polls a CQ with no QPs of its own (a passive target polling its control
+// connection) receives for the process's other QPs, here placing a Write.
+TEST(BusyPoll, APollOfAnotherCqReceivesForTheProcesssQps) {
+  ConnectedPair p;
+  ASSERT_TRUE(p.connected);
+  if (detail::Access::impl(p.context())->engines.control().backend().name() == "io_uring") {
+    GTEST_SKIP() << "the io_uring backend receives with its watch: see docs/threading.md";
+  }
+  CompletionQueue other = p.context().create_cq(16).value();
+  Side& cl = *p.client;
+  Side& sv = *p.server;
+  const auto data = pattern(3000, 9);
+  std::copy(data.begin(), data.end(), cl.buf.begin());
+  ProgressThreadBlocker blocker(p.context());
+  Sge wsge = cl.mr.sge(0, static_cast<std::uint32_t>(data.size()));
+  ASSERT_TRUE(cl.qp.post_send(remote_wr(WrOpcode::kRdmaWrite, wsge, sv, 0, 1)));
+  EXPECT_TRUE(
+      poll_until(other, [&] { return std::equal(data.begin(), data.end(), sv.buf.begin()); }));
+  blocker.release();
+}
+
+// A Write larger than the socket takes at once: the posting thread sends what fits, and the
+// rest goes out as the application polls (Stream::poll_rx sends what waited for send space),
+// not only once the progress thread hears that the socket is writable.
+TEST(BusyPoll, PollingSendsWhatTheSocketCouldNotTakeAtOnce) {
+  ConnectedPair::Options o;
+  o.buffer_size = 32 << 20;
+  ConnectedPair p(o);
+  ASSERT_TRUE(p.connected);
+  if (detail::Access::impl(p.context())->engines.control().backend().name() == "io_uring") {
+    GTEST_SKIP() << "the io_uring backend receives with its watch: see docs/threading.md";
+  }
+  Side& cl = *p.client;
+  Side& sv = *p.server;
+  const auto data = pattern(o.buffer_size, 10);
+  std::copy(data.begin(), data.end(), cl.buf.begin());
+  ProgressThreadBlocker blocker(p.context());
+  Sge wsge = cl.mr.sge(0, static_cast<std::uint32_t>(data.size()));
+  SendWr write = remote_wr(WrOpcode::kRdmaWrite, wsge, sv, 0, 2);
+  write.flags = send_flags::kSignaled;
+  ASSERT_TRUE(cl.qp.post_send(write));
+  // One thread polls the client's CQ: it sends the client's rest and (through the process's
+  // other streams) receives for the server.
+  std::vector<WorkCompletion> got;
+  ASSERT_TRUE(poll_until(
+      cl.cq, [&] { return !got.empty(); }, &got, std::chrono::seconds(20)));
+  EXPECT_EQ(got[0].wr_id, 2u);
+  EXPECT_EQ(got[0].status, WcStatus::kSuccess);
+  EXPECT_TRUE(
+      poll_until(cl.cq, [&] { return std::equal(data.begin(), data.end(), sv.buf.begin()); }));
+  blocker.release();
+}
+
 // An application that spun on its CQ and then stops polling for good (it goes on to wait on
 // memory, as ib_write_lat does): what arrives right after is still received, by the progress
 // thread. The test looks at the CQ's fill level without polling (a poll would receive).

@@ -51,6 +51,7 @@ constexpr Variable kVariables[] = {
     {"UWARP_SPIN_US", "progress thread spins this long before it sleeps"},
     {"UWARP_PROGRESS_THREADS", "progress threads per device (default: one per 4 CPUs)"},
     {"UWARP_POLL_HANDOFF_US", "busy-polling hand-off (0: off)"},
+    {"UWARP_POLL_YIELD", "0: an empty poll never yields to a busy progress thread"},
     {"UWARP_TCP_USER_TIMEOUT_MS", "liveness bound of every connection"},
     {"UWARP_MPA", "MPA choices of rdma_cm connections (uwarp-run --mpa)"},
     {"UWARP_STATS", "0: no statistics file (uwarp stat)"},
