@@ -6,10 +6,9 @@
 // with acquire, so that an empty queue costs a spinning application no lock.
 //
 // Busy polling (docs/threading.md): the streams of the QPs that use this CQ register as poll
-// sources. An application that finds the CQ empty calls drive_sources() to receive on them
-// itself instead of waiting for the progress thread. The registry has its own mutex, a leaf
-// (taken with stream and QP locks held by add/remove, and never held while calling a source);
-// it holds weak references, so a source being torn down is simply skipped.
+// sources (verbs/poll_sources.h). An application that finds the CQ empty calls drive_sources()
+// to receive on them itself instead of waiting for the progress thread, and on the process's
+// other streams when these are idle.
 #pragma once
 
 #include <atomic>
