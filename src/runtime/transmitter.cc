@@ -82,9 +82,9 @@ void Transmitter::fill_and_send(verbs::QueuePair& qp, RdmapDriver& rdmap) {
       // The socket is full: send again, here, once it has space (no system call reads the
       // batch's memory meanwhile).
       write_watched_ = true;
-      stats::add(qp.counters(), stats::Counter::kSendStalls);
-      if (!watch_armed_) {
+      if (!watch_armed_) {  // once per stall: a polling thread's retries (poll_send) add none
         watch_armed_ = true;
+        stats::add(qp.counters(), stats::Counter::kSendStalls);
         engine_.backend().watch_writable(fd_);
       }
       return;

@@ -62,8 +62,8 @@ enum class Counter : std::uint16_t {
   kTerminatesSent,      // by code: DeviceRecord::terminates
   kTerminatesReceived,  // by code: DeviceRecord::terminates
   kCrcErrors,           // FPDUs whose MPA CRC did not match (each ends the connection)
-  kSendStalls,          // sends that found the socket full (its share of the send budget)
-  kTcpRetransmits,      // TCP_INFO tcpi_total_retrans, sampled (runtime::Stream)
+  kSendStalls,  // waits for send space: a send found the socket full (its share of the send budget)
+  kTcpRetransmits,  // TCP_INFO tcpi_total_retrans, sampled (runtime::Stream)
   kCount,
 };
 inline constexpr std::size_t kCounterCount = static_cast<std::size_t>(Counter::kCount);
