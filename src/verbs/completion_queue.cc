@@ -54,24 +54,23 @@ std::size_t CompletionQueue::purge(std::uint32_t qp_num) {
 }
 
 bool CompletionQueue::push(const WorkCompletion& wc, bool solicited) {
-  bool fire = false;
-  {
-    MutexLock lock(mu_);
-    if (queue_.size() >= capacity_) {
-      overflowed_.store(true, std::memory_order_release);
-      return false;
-    }
-    queue_.push_back() = wc;
-    count_.store(queue_.size(), std::memory_order_release);
-    pushed_total_.fetch_add(1, std::memory_order_release);
-    const bool error = wc.status != WcStatus::kSuccess;
-    if (arm_ == Arm::kNext || (arm_ == Arm::kSolicited && (solicited || error))) {
-      arm_ = Arm::kNone;
-      armed_.store(false, std::memory_order_relaxed);
-      fire = true;
-    }
+  MutexLock lock(mu_);
+  if (queue_.size() >= capacity_) {
+    overflowed_.store(true, std::memory_order_release);
+    return false;
   }
-  if (fire && events_ != nullptr) events_->cq_event(*this);
+  queue_.push_back() = wc;
+  count_.store(queue_.size(), std::memory_order_release);
+  pushed_total_.fetch_add(1, std::memory_order_release);
+  const bool error = wc.status != WcStatus::kSuccess;
+  if (arm_ == Arm::kNext || (arm_ == Arm::kSolicited && (solicited || error))) {
+    arm_ = Arm::kNone;
+    armed_.store(false, std::memory_order_relaxed);
+    // Under mu_: a poll that returns this completion runs after the event is on the channel,
+    // so an application that drains its channel after polling never finds the event of a
+    // completion it already took arriving later (it would be taken for the next one's).
+    if (events_ != nullptr) events_->cq_event(*this);
+  }
   return true;
 }
 

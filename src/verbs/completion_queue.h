@@ -27,7 +27,9 @@ namespace uwarp::verbs {
 
 class CompletionQueue;
 
-// Told when an armed CQ fires (the completion channel behind it, in the runtime).
+// Told when an armed CQ fires (the completion channel behind it, in the runtime). Called with the
+// CQ's lock held, before the completion that fired it can be polled: it must not call into the
+// CQ.
 class CqEventSink {
  public:
   virtual ~CqEventSink() = default;

@@ -44,6 +44,7 @@ peer="$bin/verbs_peer"
 inject="$bin/siw_inject"
 fpdu_crc="$root/tests/interop/fpdu_crc.py"  # checks the MPA CRC of each side's FPDUs in a capture
 fpdu_walk="$root/tests/interop/fpdu_walk.py"  # tells tshark's lost FPDU boundaries from bad FPDUs
+write_counter="$root/tests/interop/write_counter.py"  # checks rstream's byte counter in the Writes
 groups="rping programs rsocket perftest verbs_peer provoke inject"
 cells=${SIW_MATRIX_CELLS:-}
 for g in ${cells//,/ }; do
@@ -411,6 +412,10 @@ evidence() {
         head -20 | sed 's/^/  crc: /' >&2
     fi
   fi
+  if [ -n "${counter_cell:-}" ] && [ "$have_tshark" = 1 ] && command -v python3 >/dev/null; then
+    { python3 "$write_counter" "$pcap" --src "$port"; python3 "$write_counter" "$pcap" --dst "$port"; } 2>&1 |
+      sed 's/^/  counter: /' >&2
+  fi
   echo "  evidence: $1 capture BEGIN" >&2
   gzip -c "$pcap" | base64 -w 100 | head -c 524288 | sed 's/^/  /' >&2
   echo "  evidence: $1 capture END" >&2
@@ -472,6 +477,20 @@ siw_crc_twice() {
   echo "$out"
 }
 
+# siw_counter_broken SIW_SIDE: true if, in the current rstream cell's capture ($counter_cell
+# set), siw's side sent RDMA Writes whose payload breaks rstream's byte counter on the wire, while
+# uwarp's side kept it (docs/interop.md, "rstream's counter on the wire"). Prints
+# write_counter.py's line about siw's side.
+siw_counter_broken() {
+  local pcap="$share/$cap.pcap" uwarp_side=--src out
+  [ -n "${counter_cell:-}" ] && [ "$have_tshark" = 1 ] && [ -n "$cap" ] && [ -s "$pcap" ] &&
+    command -v python3 >/dev/null || return 1
+  [ "$1" = --src ] && uwarp_side=--dst
+  out=$(python3 "$write_counter" "$pcap" "$1" "$port") && return 1
+  [ $? -eq 1 ] && python3 "$write_counter" "$pcap" "$uwarp_side" "$port" >/dev/null || return 1
+  echo "$out"
+}
+
 # retry NAME ATTEMPT ATTEMPTS: true (saying why, keeping the logs in attempts.log) if the attempt
 # just made ($host_rc, $guest_rc, the logs, the guest's capture report) is to be repeated. A
 # guest that never came up (a QEMU boot hanging under TCG, seen once in a loaded run) gets one
@@ -479,9 +498,11 @@ siw_crc_twice() {
 # failure with siw's CRC over a payload twice in the capture (siw_crc_twice, with $siw_side set
 # by active or passive): the capture proves that siw sent the wrong CRC (uwarp's Terminate for
 # it is right), and the next attempt passes only if every check passes; its capture is kept
-# (SIW_MATRIX_KEEP) and fpdu_crc.py's verdict printed.
+# (SIW_MATRIX_KEEP) and fpdu_crc.py's verdict printed. The same holds, once per cell, for an
+# rstream cell whose capture shows siw's Writes breaking rstream's byte counter
+# (siw_counter_broken).
 retry() {
-  local why="" dropped twice=""
+  local why="" dropped twice="" broken=""
   dropped=$(sed -n "s|^capture /share/$cap.pcap: \([0-9]*\) packets dropped by kernel.*|\1|p" "$work/guest.log" | tail -1)
   if [ "$2" -eq 1 ] && grep -q "^siw-vm: booting" "$work/guest.log" &&
      ! grep -q "^siw-vm: up after" "$work/guest.log"; then
@@ -491,6 +512,11 @@ retry() {
     why="siw sent an FPDU with its CRC over the payload twice (docs/interop.md, \"siw's CRC over a payload twice\")"
     crc_twice_retried=1
     [ -z "${SIW_MATRIX_KEEP:-}" ] || cp "$share/$cap.pcap" "$SIW_MATRIX_KEEP/$cap.crc-twice.pcap"
+  elif [ "$counter_retried" = 0 ] && { [ $host_rc -ne 0 ] || [ $guest_rc -ne 0 ]; } &&
+       broken=$(siw_counter_broken "$siw_side"); then
+    why="siw's RDMA Writes broke rstream's byte counter on the wire (docs/interop.md, \"rstream's counter on the wire\")"
+    counter_retried=1
+    [ -z "${SIW_MATRIX_KEEP:-}" ] || cp "$share/$cap.pcap" "$SIW_MATRIX_KEEP/$cap.counter.pcap"
   elif [ "$2" -ge "$3" ]; then
     return 1
   elif { [ $host_rc -ne 0 ] || [ $guest_rc -ne 0 ]; } && grep -qE "$races" "$work/host.log" "$work/guest.log"; then
@@ -503,6 +529,7 @@ retry() {
   [ -n "$why" ] || return 1
   echo "siw_matrix: ${1:-cell}: attempt $2: $why, retrying"
   [ -z "$twice" ] || printf '%s\n' "$twice" | sed 's/^/  crc: /'
+  [ -z "$broken" ] || printf '%s\n' "$broken" | sed 's/^/  counter: /'
   { echo "== attempt $2"; cat "$work/host.log" "$work/guest.log"; } >>"$work/attempts.log"
   guest_discard  # the next attempt starts in a fresh guest
 }
@@ -533,7 +560,7 @@ attempt_guest() {
 # calls finish.
 active() {
   local name=$1 flavour=$2 attempts=${5:-1} crc=${6:-} inj=$injector
-  local host_rc=1 guest_rc=1 attempt siw_side=--src crc_twice_retried=0
+  local host_rc=1 guest_rc=1 attempt siw_side=--src crc_twice_retried=0 counter_retried=0
   injector=""
   : >"$work/attempts.log"
   for ((attempt = 1; attempt <= attempts; attempt++)); do
@@ -573,7 +600,7 @@ active() {
 # active (the guest reaches the host's loopback as $HOST_IP) against uwarp passive.
 passive() {
   local name=$1 flavour=$2 attempts=${5:-1} crc=${6:-} inj=$injector
-  local host_rc=1 guest_rc=1 attempt siw_side=--dst crc_twice_retried=0
+  local host_rc=1 guest_rc=1 attempt siw_side=--dst crc_twice_retried=0 counter_retried=0
   injector=""
   : >"$work/attempts.log"
   for ((attempt = 1; attempt <= attempts; attempt++)); do
@@ -699,6 +726,7 @@ if want rsocket && [ -x "$run" ] && [ -x /usr/bin/rstream ]; then
   # rstream -T v checks every byte it receives (it exits non-zero on the first wrong one); the
   # sizes make the Writes cross the receive buffer's halves and wrap its ring (128 KiB default).
   rs_args="-T v -T b -S 100000 -C 10"
+  counter_cell=1
   active "" default "rstream -b \$GUEST_IP -p PORT $rs_args" "$run rstream -s 127.0.0.1 -p PORT $rs_args"
   expect "$work/host.log" '^custom +97k +10 +1 ' uwarp
   expect "$work/guest.log" '^custom +97k +10 +1 ' siw
@@ -707,6 +735,7 @@ if want rsocket && [ -x "$run" ] && [ -x /usr/bin/rstream ]; then
   expect "$work/host.log" '^custom +97k +10 +1 ' uwarp
   expect "$work/guest.log" '^custom +97k +10 +1 ' siw
   finish "siw rstream -> uwarp-run rstream: rsocket protocol, 10 x 100000 B each way, data checked"
+  counter_cell=""
   # riostream: riomap'ed buffers written with riowrite (iomap entries and direct Writes).
   rio_args="-T v -T b -S 65536 -C 10 -I 2"
   active "" default "riostream -b \$GUEST_IP -p PORT $rio_args" "$run riostream -s 127.0.0.1 -p PORT $rio_args"

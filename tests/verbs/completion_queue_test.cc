@@ -6,8 +6,11 @@
 #include <gtest/gtest.h>
 
 #include <array>
+#include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <memory>
+#include <thread>
 #include <vector>
 
 namespace uwarp::verbs {
@@ -135,6 +138,36 @@ TEST(verbs_completion_queue, OverflowedPushDoesNotConsumeTheArm) {
   ASSERT_EQ(cq.poll(out), 1u);
   ASSERT_TRUE(cq.push(wc(3), false));
   EXPECT_EQ(sink.events, 1);
+}
+
+// An application that polls a completion and then drains its channel must find that
+// completion's event there already. The sink here lets another thread poll while it is told,
+// for up to 50 ms: that poll must not return the completion before the sink returns.
+TEST(verbs_completion_queue, TheEventIsOnTheChannelBeforeItsCompletionCanBePolled) {
+  class PollingSink final : public CqEventSink {
+   public:
+    void cq_event(CompletionQueue& cq) override {
+      poller = std::thread([this, &cq] {
+        std::array<WorkCompletion, 1> out;
+        for (int i = 0; i < 10000 && polled.load() == 0; ++i) polled.store(cq.poll(out));
+      });
+      const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(50);
+      while (polled.load() == 0 && std::chrono::steady_clock::now() < until)
+        std::this_thread::yield();
+      polled_while_told = polled.load();
+    }
+    std::thread poller;
+    std::atomic<std::size_t> polled{0};
+    std::size_t polled_while_told = 0;
+  };
+  PollingSink sink;
+  CompletionQueue cq(4, &sink, nullptr);
+  cq.arm(false);
+  ASSERT_TRUE(cq.push(wc(1), false));
+  ASSERT_TRUE(sink.poller.joinable());
+  sink.poller.join();
+  EXPECT_EQ(sink.polled_while_told, 0u) << "the completion was polled before its event was out";
+  EXPECT_EQ(sink.polled.load(), 1u);
 }
 
 TEST(verbs_completion_queue, SinkCanBeReplaced) {
