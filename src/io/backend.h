@@ -90,6 +90,8 @@ class IoBackend {
   // `into` (used only when maybe_readable is false): the backend may receive up to into.size()
   // bytes into it before it reports, and then says so in on_readable (a short receive empties
   // the socket, as above). `into` stays valid until on_readable.
+  // One watch at a time per fd: the handler watches again only after on_readable. A watch
+  // started while one is armed adds nothing (the armed one reports, with its own buffer).
   virtual void watch_readable(int fd, bool maybe_readable = false, ByteSpan into = {}) = 0;
   // Arms a one-shot watch for send space: on_writable is called once, on the loop thread, as
   // soon as the fd is writable or has failed. For a handler whose own send just found the

@@ -134,10 +134,7 @@ class UringBackend final : public IoBackend {
       if (table_.start_immediate(fd) && !on_loop_thread()) wake();
       return;
     }
-    start(fd, Op::kWatch, [&](State& s) {
-      s.watch_buf = into;
-      if (!into.empty()) ++s.receiving;
-    });
+    if (table_.start_watch(fd, into) && !on_loop_thread()) wake();
   }
 
   void shutdown() override {

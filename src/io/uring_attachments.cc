@@ -44,6 +44,19 @@ bool Attachments::completed_after_detach(std::uint64_t id) {
   return true;
 }
 
+bool Attachments::start_watch(int fd, ByteSpan into) {
+  MutexLock lock(mu_);
+  auto it = ids_.find(fd);
+  if (it == ids_.end()) return false;
+  State& s = states_[it->second];
+  if (s.watch_armed) return false;
+  s.watch_armed = true;
+  s.watch_buf = into;
+  if (!into.empty()) ++s.receiving;
+  requests_.push_back(Request{fd, it->second, Op::kWatch});
+  return true;
+}
+
 bool Attachments::start_immediate(int fd) {
   MutexLock lock(mu_);
   auto it = ids_.find(fd);
@@ -90,6 +103,7 @@ bool Attachments::claim(std::uint64_t id, Op op, int res, Target& t) {
     requests_.push_back(Request{t.fd, id, op});
     return false;
   }
+  if (op == Op::kWatch) s.watch_armed = false;  // reported now: the handler may watch again
   return true;
 }
 

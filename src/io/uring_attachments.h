@@ -85,6 +85,10 @@ class Attachments {
     requests_.push_back(Request{fd, it->second, op});
     return true;
   }
+  // Any thread: starts a readiness watch (receiving into `into` if not empty). False if fd is
+  // not attached, or if a watch of it is armed already: that one reports (one watch at a time,
+  // io::IoBackend::watch_readable; a second one's receive would race the first's).
+  bool start_watch(int fd, ByteSpan into);
   // Any thread: a watch that is to fire at once. False if fd is not attached.
   bool start_immediate(int fd);
   // Loop thread: swaps what was started since the last call into the (empty) vectors given.
@@ -117,6 +121,7 @@ class Attachments {
     int receiving = 0;
     ByteSpan recv_buf;
     ByteSpan watch_buf;
+    bool watch_armed = false;  // a watch was started and has not been reported
     msghdr msg{};
     SocketAddress peer;
     AcceptBackoff accept_backoff;

@@ -211,7 +211,9 @@ void Stream::receive_ended_locked(long status) {
 }
 
 void Stream::watch_locked(bool maybe_readable) {
-  if (torn_down_ || rx_waiting_) return;
+  // One watch at a time (io::IoBackend::watch_readable). One may still be armed here: a poller
+  // emptied the socket under it and then waited for a receive, and the engine resumed.
+  if (torn_down_ || rx_waiting_ || watching_) return;
   watching_ = true;
   handback_checks_ = 0;
   // Not while an application spins on the CQ: the bytes the watch received would wait for

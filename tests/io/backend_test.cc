@@ -159,6 +159,33 @@ TEST_P(Backend, WatchWithBufferReportsWhatTheBackendReceived) {
   backend_->detach(b_.get());
 }
 
+// One watch at a time: a second watch started while one is armed adds nothing. The armed one
+// reports once, with its own buffer (none here), and the bytes wait for the handler: a second
+// receive into the other buffer would race the first watch's report.
+TEST_P(Backend, ASecondWatchWhileOneIsArmedAddsNothing) {
+  connect_attached();
+  if (HasFatalFailure()) return;
+  backend_->watch_readable(b_.get());
+  backend_->run_once(std::chrono::microseconds(1000));
+  if (!r_.readable.empty()) {  // epoll starts optimistic: arm again, now on an empty socket
+    r_.readable.clear();
+    backend_->watch_readable(b_.get());
+    backend_->run_once(std::chrono::microseconds(1000));
+    ASSERT_TRUE(r_.readable.empty());
+  }
+  std::uint8_t buf[16] = {};
+  backend_->watch_readable(b_.get(), false, ByteSpan(buf, sizeof buf));
+  ASSERT_EQ(send_text(a_, "abc"), 3);
+  ASSERT_TRUE(run_until([&] { return !r_.readable.empty(); }));
+  for (int i = 0; i < 5; ++i) backend_->run_once(std::chrono::microseconds(2000));
+  ASSERT_EQ(r_.readable.size(), 1u) << "both watches reported";
+  EXPECT_FALSE(r_.readable[0].has_value()) << "the report took the second watch's buffer";
+  std::uint8_t got[16] = {};
+  ASSERT_EQ(backend_->try_recv(b_.get(), ByteSpan(got, sizeof got)), 3);
+  EXPECT_EQ(std::memcmp(got, "abc", 3), 0);
+  backend_->detach(b_.get());
+}
+
 // A write watch armed after the handler's own send found the socket full fires only once the
 // peer has made room, and then a send goes through; the backend itself sends nothing.
 TEST_P(Backend, WriteWatchFiresOnceTheFullSocketHasRoom) {
