@@ -81,6 +81,16 @@ def streams(pcap):
     return result
 
 
+def one_side(pcap, src=None, dst=None):
+    """(ports, stream, frames, every stream): the one direction whose segments leave from `src`
+    or go to `dst` (as streams() gives them)."""
+    all_streams = streams(pcap)
+    mine = [k for k in all_streams if (src is not None and k[0] == src) or (dst is not None and k[1] == dst)]
+    if len(mine) != 1:
+        raise ValueError(f"{len(mine)} TCP streams with data match the port (one expected)")
+    return mine[0], *all_streams[mine[0]], all_streams
+
+
 def mpa_frame_length(s):
     if len(s) < 20 or s[:16] not in MPA_KEYS:
         return None
@@ -89,12 +99,8 @@ def mpa_frame_length(s):
 
 def analyse(pcap, src=None, dst=None):
     """(verdict, lines): verdict 0 right, 3 all wrong ones "payload twice", 1 otherwise wrong."""
-    all_streams = streams(pcap)
-    mine = [k for k in all_streams if (src is not None and k[0] == src) or (dst is not None and k[1] == dst)]
-    if len(mine) != 1:
-        raise ValueError(f"{len(mine)} TCP streams with data match the port (one expected)")
-    s, frames = all_streams[mine[0]]
-    other = all_streams.get((mine[0][1], mine[0][0]), (b"", []))[0]
+    ports, s, frames, all_streams = one_side(pcap, src, dst)
+    other = all_streams.get((ports[1], ports[0]), (b"", []))[0]
     start = mpa_frame_length(s)
     if start is None:
         raise ValueError("the side's stream does not start with an MPA request or reply")
@@ -140,7 +146,7 @@ def analyse(pcap, src=None, dst=None):
             lines.append(f"fpdu_crc: wrong CRC at stream offset {off} ({frames_of(off, end)}): {what}: "
                          f"CRC field {on_wire:#010x}, CRC32c {right:#010x}; {verdict}")
         off = end
-    lines.append(f"fpdu_crc: ports {mine[0][0]}->{mine[0][1]}: {count} FPDUs, {wrong} with a wrong CRC"
+    lines.append(f"fpdu_crc: ports {ports[0]}->{ports[1]}: {count} FPDUs, {wrong} with a wrong CRC"
                  + (f", {twice} of them payload twice" if wrong else ""))
     return (0 if wrong == 0 else 3 if twice == wrong else 1), lines
 
@@ -157,6 +163,12 @@ def _pcap(path, segments):
                              bytes([10, 0, 2, 15 if sp != 7 else 2]), bytes([10, 0, 2, 2 if sp != 7 else 15]))
             frame = b"\x52\x54\x00\x12\x34\x56\x52\x55\x0a\x00\x02\x02\x08\x00" + ip + tcp + payload
             f.write(struct.pack("<IIII", i, 0, len(frame), len(frame)) + frame)
+
+
+def _passive_segments(request, stream):
+    """The segments of a connection whose side on port 7 is passive: `request` comes in from
+    port 1000, `stream` (its reply and FPDUs) goes out in 1000-byte segments."""
+    return [(1000, 7, 1, request)] + [(7, 1000, 1 + i, stream[i:i + 1000]) for i in range(0, len(stream), 1000)]
 
 
 def _fpdu(payload, crc=None, twice=False):
@@ -181,10 +193,8 @@ def self_test():
     with tempfile.TemporaryDirectory() as tmp:
         for name, fpdus, want in cases:
             stream = reply + b"".join(fpdus)
-            # the side on port 7 is passive: the request comes in, its reply and FPDUs go out in
-            # 1000-byte segments, one of them sent twice (a retransmission)
-            segs = [(1000, 7, 1, request)]
-            segs += [(7, 1000, 1 + i, stream[i:i + 1000]) for i in range(0, len(stream), 1000)]
+            # the last segment sent twice (a retransmission)
+            segs = _passive_segments(request, stream)
             segs.append(segs[-1])
             path = os.path.join(tmp, "t.pcap")
             _pcap(path, segs)
@@ -207,24 +217,30 @@ def self_test():
     return 1 if failures else 0
 
 
-def main(argv):
+def side_main(argv, name, doc, analyse_side, run_self_test):
+    """The command line of a check of one side of a capture: PCAP --src|--dst PORT, or
+    --self-test. Prints analyse_side's lines and returns its verdict (2: no analysis)."""
     if argv[1:] == ["--self-test"]:
-        return self_test()
+        return run_self_test()
     if len(argv) != 4 or argv[2] not in ("--src", "--dst"):
-        print(__doc__.strip().split("\n\n")[1], file=sys.stderr)
+        print(doc.strip().split("\n\n")[1], file=sys.stderr)
         return 2
     if not shutil.which("tshark"):
-        print("fpdu_crc: tshark is not installed", file=sys.stderr)
+        print(f"{name}: tshark is not installed", file=sys.stderr)
         return 2
     port = int(argv[3])
     try:
-        verdict, lines = analyse(argv[1], src=port if argv[2] == "--src" else None,
-                                 dst=port if argv[2] == "--dst" else None)
+        verdict, lines = analyse_side(argv[1], src=port if argv[2] == "--src" else None,
+                                      dst=port if argv[2] == "--dst" else None)
     except (ValueError, subprocess.CalledProcessError) as e:
-        print(f"fpdu_crc: {e}")
+        print(f"{name}: {e}")
         return 2
     print("\n".join(lines))
     return verdict
+
+
+def main(argv):
+    return side_main(argv, "fpdu_crc", __doc__, analyse, self_test)
 
 
 if __name__ == "__main__":

@@ -463,33 +463,28 @@ races='RDMA_CM_EVENT_CONNECT_ERROR|RDMA_CM_EVENT_REJECTED|Unable to perform rdma
 # that went well. Nothing of uwarp or siw was judged: retried too.
 clock_fit='Correlation coefficient r\^2: [0-9.e+-]+ < 0.9'
 
-# siw_crc_twice SIW_SIDE: true if, in the current cell's capture, siw's side (--src $port: siw
-# passive; --dst $port: siw active) sent FPDUs with a wrong MPA CRC and every one of them carries
-# the CRC over its header and its payload twice (docs/interop.md, "siw's CRC
-# over a payload twice"), while every FPDU uwarp sent has the right CRC. Prints fpdu_crc.py's
-# lines about siw's side.
-siw_crc_twice() {
+# siw_alone_wrong CHECK VERDICT SIW_SIDE: true if the capture check CHECK (fpdu_crc.py or
+# write_counter.py: CHECK PCAP --src|--dst PORT) gives VERDICT on siw's side of the current
+# cell's capture (SIW_SIDE: --src $port when siw is passive, --dst $port when it is active) and
+# finds nothing wrong on uwarp's side. Prints CHECK's lines about siw's side.
+siw_alone_wrong() {
   local pcap="$share/$cap.pcap" uwarp_side=--src out
   [ "$have_tshark" = 1 ] && [ -n "$cap" ] && [ -s "$pcap" ] && command -v python3 >/dev/null || return 1
-  [ "$1" = --src ] && uwarp_side=--dst
-  out=$(python3 "$fpdu_crc" "$pcap" "$1" "$port") && return 1
-  [ $? -eq 3 ] && python3 "$fpdu_crc" "$pcap" "$uwarp_side" "$port" >/dev/null || return 1
+  [ "$3" = --src ] && uwarp_side=--dst
+  out=$(python3 "$1" "$pcap" "$3" "$port") && return 1
+  [ $? -eq "$2" ] && python3 "$1" "$pcap" "$uwarp_side" "$port" >/dev/null || return 1
   echo "$out"
 }
 
-# siw_counter_broken SIW_SIDE: true if, in the current rstream cell's capture ($counter_cell
-# set), siw's side sent RDMA Writes whose payload breaks rstream's byte counter on the wire, while
-# uwarp's side kept it (docs/interop.md, "rstream's counter on the wire"). Prints
-# write_counter.py's line about siw's side.
-siw_counter_broken() {
-  local pcap="$share/$cap.pcap" uwarp_side=--src out
-  [ -n "${counter_cell:-}" ] && [ "$have_tshark" = 1 ] && [ -n "$cap" ] && [ -s "$pcap" ] &&
-    command -v python3 >/dev/null || return 1
-  [ "$1" = --src ] && uwarp_side=--dst
-  out=$(python3 "$write_counter" "$pcap" "$1" "$port") && return 1
-  [ $? -eq 1 ] && python3 "$write_counter" "$pcap" "$uwarp_side" "$port" >/dev/null || return 1
-  echo "$out"
-}
+# siw_crc_twice SIW_SIDE: siw sent FPDUs with a wrong MPA CRC, every one of them the CRC over its
+# header and its payload twice (docs/interop.md, "siw's CRC over a payload twice"; fpdu_crc.py's
+# verdict 3), while every FPDU uwarp sent has the right CRC.
+siw_crc_twice() { siw_alone_wrong "$fpdu_crc" 3 "$1"; }
+
+# siw_counter_broken SIW_SIDE: in an rstream cell ($counter_cell set), siw sent RDMA Writes whose
+# payload breaks rstream's byte counter on the wire, while uwarp's side kept it (docs/interop.md,
+# "rstream's counter on the wire"; write_counter.py's verdict 1).
+siw_counter_broken() { [ -n "${counter_cell:-}" ] && siw_alone_wrong "$write_counter" 1 "$1"; }
 
 # retry NAME ATTEMPT ATTEMPTS: true (saying why, keeping the logs in attempts.log) if the attempt
 # just made ($host_rc, $guest_rc, the logs, the guest's capture report) is to be repeated. A

@@ -26,12 +26,11 @@ checks the verdicts; exit 77 (skipped) without tshark.
 import os
 import shutil
 import struct
-import subprocess
 import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from fpdu_crc import MPA_KEYS, _pcap, mpa_frame_length, streams  # noqa: E402
+from fpdu_crc import MPA_KEYS, _passive_segments, _pcap, mpa_frame_length, one_side, side_main  # noqa: E402
 
 RDMA_WRITE = 0
 TAGGED = 0x80
@@ -58,11 +57,7 @@ def writes(data):
 
 def analyse(pcap, src=None, dst=None):
     """(verdict, lines): verdict 0 unbroken, 1 broken."""
-    all_streams = streams(pcap)
-    mine = [k for k in all_streams if (src is not None and k[0] == src) or (dst is not None and k[1] == dst)]
-    if len(mine) != 1:
-        raise ValueError(f"{len(mine)} TCP streams with data match the port (one expected)")
-    data, frames = all_streams[mine[0]]
+    ports, data, frames, _ = one_side(pcap, src, dst)
     found = writes(data)
     if not found:
         raise ValueError("no RDMA Write in the stream")
@@ -70,7 +65,7 @@ def analyse(pcap, src=None, dst=None):
     for _, stag, _, payload in found:
         size[stag] = size.get(stag, 0) + len(payload)
     buffer_stag = max(size, key=size.get)
-    name = f"write_counter: ports {mine[0][0]}->{mine[0][1]}, STag {buffer_stag:#010x}"
+    name = f"write_counter: ports {ports[0]}->{ports[1]}, STag {buffer_stag:#010x}"
     expected = None
     followed = 0
     for index, (at, stag, to, payload) in enumerate(found):
@@ -118,9 +113,7 @@ def self_test():
         path = os.path.join(tmp, "t.pcap")
         for name, fpdus, want, text in cases:
             stream = reply + b"".join(fpdus)
-            segs = [(1000, 7, 1, MPA_KEYS[0] + bytes(4))]
-            segs += [(7, 1000, 1 + i, stream[i:i + 1000]) for i in range(0, len(stream), 1000)]
-            _pcap(path, segs)
+            _pcap(path, _passive_segments(MPA_KEYS[0] + bytes(4), stream))
             got, lines = analyse(path, src=7)
             ok = got == want and text in lines[-1]
             failures += not ok
@@ -131,23 +124,7 @@ def self_test():
 
 
 def main(argv):
-    if argv[1:] == ["--self-test"]:
-        return self_test()
-    if len(argv) != 4 or argv[2] not in ("--src", "--dst"):
-        print(__doc__.strip().split("\n\n")[1], file=sys.stderr)
-        return 2
-    if not shutil.which("tshark"):
-        print("write_counter: tshark is not installed", file=sys.stderr)
-        return 2
-    port = int(argv[3])
-    try:
-        verdict, lines = analyse(argv[1], src=port if argv[2] == "--src" else None,
-                                 dst=port if argv[2] == "--dst" else None)
-    except (ValueError, subprocess.CalledProcessError) as e:
-        print(f"write_counter: {e}")
-        return 2
-    print("\n".join(lines))
-    return verdict
+    return side_main(argv, "write_counter", __doc__, analyse, self_test)
 
 
 if __name__ == "__main__":
