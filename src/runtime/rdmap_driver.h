@@ -55,6 +55,8 @@ class RdmapDriver {
   bool rx_open(const verbs::QueuePair& qp) const REQUIRES(qp.mutex()) {
     return engine_.rx_open() && qp.receiving_locked();
   }
+  // A Terminate (either way) stopped reception.
+  bool terminated() const { return !engine_.rx_open(); }
   // No FPDU is partly received (an end of stream here is an orderly close).
   bool rx_at_boundary() const { return engine_.rx_at_boundary(); }
   // FPDUs received whole on this connection so far (statistics: runtime/stream_stats.h).

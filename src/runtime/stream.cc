@@ -205,8 +205,10 @@ StreamReceiver::Outcome Stream::received_locked(StreamReceiver::Outcome out) {
 }
 
 void Stream::receive_ended_locked(long status) {
-  const StreamEnd end =
-      judge_stream_end(status, tx_.error(), !rdmap_->rx_open(*qp_), rdmap_->rx_at_boundary());
+  const RxStopped stopped = rdmap_->terminated()          ? RxStopped::kByTerminate
+                            : !qp_->receiving_locked() ? RxStopped::kByQp
+                                                       : RxStopped::kNo;
+  const StreamEnd end = judge_stream_end(status, tx_.error(), stopped, rdmap_->rx_at_boundary());
   lost_locked(end.graceful, end.why);
 }
 

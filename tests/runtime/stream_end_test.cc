@@ -9,19 +9,22 @@
 namespace uwarp::runtime {
 namespace {
 
-TEST(StreamEnd, AnEndBetweenFpdusOrAfterATerminateIsOrderly) {
-  EXPECT_TRUE(judge_stream_end(0, 0, false, true).graceful);
-  const StreamEnd t = judge_stream_end(0, 0, true, false);
+TEST(StreamEnd, AnEndBetweenFpdusOrAfterReceptionStoppedIsOrderly) {
+  EXPECT_TRUE(judge_stream_end(0, 0, RxStopped::kNo, true).graceful);
+  const StreamEnd t = judge_stream_end(0, 0, RxStopped::kByTerminate, false);
   EXPECT_TRUE(t.graceful);
   EXPECT_EQ(t.why, "closed after a Terminate");
+  const StreamEnd q = judge_stream_end(0, 0, RxStopped::kByQp, false);
+  EXPECT_TRUE(q.graceful);
+  EXPECT_EQ(q.why, "closed after the QP left RTS") << "a disconnect is not a Terminate";
 }
 
 TEST(StreamEnd, AnEndInsideAnFpduBehindAFailedSendOrAnErrorIsAFailure) {
-  EXPECT_FALSE(judge_stream_end(0, 0, false, false).graceful);
-  const StreamEnd sent = judge_stream_end(0, -ECONNRESET, true, true);
+  EXPECT_FALSE(judge_stream_end(0, 0, RxStopped::kNo, false).graceful);
+  const StreamEnd sent = judge_stream_end(0, -ECONNRESET, RxStopped::kByTerminate, true);
   EXPECT_FALSE(sent.graceful) << "the reset the send saw decides";
   EXPECT_NE(sent.why.find("send failed"), std::string::npos);
-  const StreamEnd recv = judge_stream_end(-ECONNRESET, 0, false, true);
+  const StreamEnd recv = judge_stream_end(-ECONNRESET, 0, RxStopped::kNo, true);
   EXPECT_FALSE(recv.graceful);
   EXPECT_NE(recv.why.find("receive failed"), std::string::npos);
 }

@@ -90,8 +90,7 @@ class Client {
     (void)ep_.send_ctrl(m);
     std::vector<WorkCompletion> ignored;
     ep_.pump(100, ignored);  // let the Bye leave before the disconnect
-    for (auto& d : ep_.data()) d->conn.disconnect();
-    ctrl_conn_.disconnect();
+    ep_.disconnect(ctrl_conn_, Endpoint::kCloseWaitMs);
   }
 
   const std::string& error() const { return error_; }

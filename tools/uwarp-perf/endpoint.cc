@@ -72,7 +72,7 @@ Status Endpoint::post_recv(QueuePair& qp, RecvWr wr) {
   return s;
 }
 
-std::size_t Endpoint::note_qps_in_error(int wait_ms) {
+std::size_t Endpoint::wait_qps_in_error(int wait_ms) {
   using Clock = std::chrono::steady_clock;
   const auto deadline = Clock::now() + std::chrono::milliseconds(wait_ms);
   std::size_t in_error = 0;
@@ -82,8 +82,18 @@ std::size_t Endpoint::note_qps_in_error(int wait_ms) {
     if (in_error == qp_count() || Clock::now() >= deadline) break;
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
   }
-  noted_in_error_ = in_error;
   return in_error;
+}
+
+std::size_t Endpoint::note_qps_in_error(int wait_ms) {
+  noted_in_error_ = wait_qps_in_error(wait_ms);
+  return *noted_in_error_;
+}
+
+void Endpoint::disconnect(Connection& ctrl, int wait_ms) {
+  for (auto& d : data_) d->conn.disconnect();
+  ctrl.disconnect();
+  (void)wait_qps_in_error(wait_ms);
 }
 
 std::string Endpoint::settle(int timeout_ms, bool& balanced) {

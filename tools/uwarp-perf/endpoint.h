@@ -53,6 +53,8 @@ struct DataQp {
 class Endpoint {
  public:
   static constexpr std::uint32_t kCtrlSlots = 64;
+  // How long the orderly end (disconnect) waits for the closes.
+  static constexpr int kCloseWaitMs = 1000;
 
   explicit Endpoint(Context& ctx);
   ProtectionDomain& pd() { return pd_; }
@@ -77,6 +79,10 @@ class Endpoint {
   // connections of one peer tend to fail together, each noticed on its own), and records how
   // many are for settle's report; returns that count.
   std::size_t note_qps_in_error(int wait_ms);
+  // The orderly end: disconnects every data QP's connection and `ctrl` (the control QP's), then
+  // waits up to wait_ms for every QP to leave RTS, so that none is destroyed while its close is
+  // under way (that aborts it, and uwarp logs the abort).
+  void disconnect(Connection& ctrl, int wait_ms);
   std::size_t qp_count() const { return 1 + data_.size(); }
   // The end of an audited endpoint: counts the QPs already in ERROR (unless
   // note_qps_in_error did), moves every QP to ERROR
@@ -134,6 +140,8 @@ class Endpoint {
   std::deque<CtrlMsg> inbox_;
   bool ctrl_failed_ = false;
   std::optional<WorkLedger> ledger_;
+  // Waits up to wait_ms until every QP is in ERROR; returns how many are.
+  std::size_t wait_qps_in_error(int wait_ms);
   std::optional<std::size_t> noted_in_error_;
 };
 

@@ -14,10 +14,14 @@ void print_table(const std::vector<SizeResult>& results, bool verify) {
                   r.error.c_str());
       continue;
     }
-    std::printf("%-6s %10u %4u %8llu %10.2f %12.0f %12.2f %12.2f %s\n",
-                r.tcp ? "tcp" : to_string(r.op), r.size, r.qps,
-                static_cast<unsigned long long>(r.iters), r.gbps, r.msg_rate, r.lat_median_us,
-                r.lat_p99_us, verify ? (r.verified ? "yes" : "NO") : "");
+    std::printf("%-6s %10u %4u %8llu %10.2f %12.0f ", r.tcp ? "tcp" : to_string(r.op), r.size,
+                r.qps, static_cast<unsigned long long>(r.iters), r.gbps, r.msg_rate);
+    if (r.lat_iters != 0) {
+      std::printf("%12.2f %12.2f", r.lat_median_us, r.lat_p99_us);
+    } else {
+      std::printf("%12s %12s", "-", "-");  // no ping-pong ran (--no-latency, --qps with --tcp)
+    }
+    std::printf(" %s\n", verify ? (r.verified ? "yes" : "NO") : "");
   }
   std::fflush(stdout);
 }

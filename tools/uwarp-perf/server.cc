@@ -32,6 +32,7 @@ class Session {
   bool shared_buffer() const { return shared_; }
   std::atomic<bool> finished{false};
   std::string peer;
+  Connection ctrl_conn;  // set by the accepting thread before run() starts
   // Why the session ended before the client's Bye; empty after a Bye. Read once finished.
   const std::string& error() const { return error_; }
   // Ends a session whose client left before all its QPs were connected (its run() never
@@ -67,6 +68,9 @@ class Session {
           ok = latency_run(m);
           break;
         case MsgType::kBye:
+          // The client disconnects next; so does this side, so that neither end's connections
+          // are destroyed while connected (that aborts them).
+          ep_.disconnect(ctrl_conn, Endpoint::kCloseWaitMs);
           finished = true;
           return;
         default:
@@ -356,6 +360,7 @@ int run_server(const Options& o, std::atomic<bool>& stop, std::atomic<int>* boun
         sessions.erase(id);
         continue;
       }
+      s->ctrl_conn = ev->connection;
       s->endpoint().data().reserve(hello->qps);
       if (o.mode == Mode::kServer)
         std::fprintf(stderr, "uwarp-perf server: client %s, %u QP(s)\n", s->peer.c_str(),
