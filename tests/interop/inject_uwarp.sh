@@ -13,6 +13,8 @@ set -uo pipefail
 bin=$1
 # shellcheck source=../support/ports.sh
 . "$(dirname "$0")/../support/ports.sh"
+# shellcheck source=peer_cmd.sh
+. "$(dirname "$0")/peer_cmd.sh"
 for b in uwarp-run siw_inject verbs_peer; do
   if [ ! -x "$bin/$b" ]; then
     echo "SKIP: $bin/$b not built"
@@ -41,19 +43,7 @@ expect() {
   grep -qE -- "$2" "$1" || fail "$3: no line matching '$2' in $(basename "$1")"
 }
 
-# peer_cmd [UWARP_RUN_ARGS...] -- VERBS_PEER_ARGS...: sets cmd to verbs_peer over uwarp.
 export UWARP_IBVERBS_DEBUG=1  # async events name their reason (the Terminate sent)
-cmd=()
-peer_cmd() {
-  cmd=("$bin/uwarp-run")
-  while [ "$1" != -- ]; do
-    cmd+=("$1")
-    shift
-  done
-  shift
-  [ -n "${UWARP_OFA_PRELOAD:-}" ] && cmd+=(env LD_PRELOAD="$UWARP_OFA_PRELOAD")
-  cmd+=("$bin/verbs_peer" "$@")
-}
 
 # connect_cell NAME CONNECTIONS INJECTOR_ARGS...: verbs_peer's server over uwarp, siw_inject
 # connecting to it. Leaves $tmp/NAME.server.log and $tmp/NAME.inject.log.

@@ -13,6 +13,8 @@ set -uo pipefail
 bin=$1
 # shellcheck source=../support/ports.sh
 . "$(dirname "$0")/../support/ports.sh"
+# shellcheck source=peer_cmd.sh
+. "$(dirname "$0")/peer_cmd.sh"
 for b in uwarp-run verbs_peer; do
   [ -x "$bin/$b" ] || { echo "SKIP: $bin/$b not built"; exit 77; }
 done
@@ -30,15 +32,13 @@ fail() {
   failed=1
 }
 
-peer=("$bin/uwarp-run")
-[ -n "${UWARP_OFA_PRELOAD:-}" ] && peer+=(env LD_PRELOAD="$UWARP_OFA_PRELOAD")
-peer+=("$bin/verbs_peer")
-
 port=$(free_port) || { echo "FAIL: no free port"; exit 1; }
-timeout 120 "${peer[@]}" server -a 127.0.0.1 -p "$port" -t 20 > "$tmp/server.log" 2>&1 &
+peer_cmd -- server -a 127.0.0.1 -p "$port" -t 20
+timeout 120 "${cmd[@]}" > "$tmp/server.log" 2>&1 &
 server=$!
 wait_listen "$port" "$server" || fail "verbs_peer's server does not listen"
-timeout 120 "${peer[@]}" client -a 127.0.0.1 -p "$port" -s 1,4096,65536,1048576 -t 20 > "$tmp/client.log" 2>&1
+peer_cmd -- client -a 127.0.0.1 -p "$port" -s 1,4096,65536,1048576 -t 20
+timeout 120 "${cmd[@]}" > "$tmp/client.log" 2>&1
 client_rc=$?
 end_server "$server" 20
 server_rc=$?
