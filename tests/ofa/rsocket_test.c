@@ -145,9 +145,12 @@ static void test_nonblocking_connect(void) {
   CHECK(l >= 0 && c >= 0);
   struct sockaddr_storage a;
   make_addr("127.0.0.1", port, &a);
+  /* Under way (EINPROGRESS), or already connected (0) when every step of the setup completed
+   * before the call looked for the next one (the listener accepts in the background; seen on a
+   * loaded machine): POSIX allows a non-blocking connect both, as librdmacm's rsockets do. */
   errno = 0;
-  CHECK(rconnect(c, (struct sockaddr*)&a, sizeof(struct sockaddr_in)) == -1 &&
-        errno == EINPROGRESS);
+  const int rc = rconnect(c, (struct sockaddr*)&a, sizeof(struct sockaddr_in));
+  CHECK(rc == 0 || (rc == -1 && errno == EINPROGRESS));
   struct pollfd p = {.fd = c, .events = POLLOUT};
   CHECK(rpoll(&p, 1, 5000) == 1 && (p.revents & POLLOUT));
   int err = -1;
