@@ -18,9 +18,9 @@ std::chrono::microseconds PollHandoff::handoff() {
   return value;
 }
 
-void PollHandoff::polled(bool claim) {
+void PollHandoff::polled(bool claim, Clock::time_point at) {
   if (!claim) return;
-  const std::int64_t now = now_ns(Clock::now());
+  const std::int64_t now = now_ns(at);
   const std::int64_t prev = last_poll_ns_.exchange(now, std::memory_order_relaxed);
   if (now - prev < std::chrono::nanoseconds(kSpinGap).count()) {
     claimed_at_ns_.store(now, std::memory_order_relaxed);

@@ -37,8 +37,8 @@ class PollHandoff {
   // An application polled (claim: it will keep polling). Only a poll that follows another one
   // closely claims the stream: an application that spins on the CQ, not one that polls now and
   // then and waits on memory meanwhile (as ib_write_lat does; it needs the engine thread to
-  // place its data).
-  void polled(bool claim);
+  // place its data). now: when the poll began.
+  void polled(bool claim, Clock::time_point now);
   // The application is going to sleep (it armed the CQ): the claim ends at once.
   void release();
   // An application polled within kSpinGap.

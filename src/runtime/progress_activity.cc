@@ -12,10 +12,8 @@ namespace {
 
 std::atomic<std::int64_t> g_last_busy_ns{0};
 
-std::int64_t now_ns() {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(
-             std::chrono::steady_clock::now().time_since_epoch())
-      .count();
+std::int64_t ns_of(std::chrono::steady_clock::time_point t) {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(t.time_since_epoch()).count();
 }
 
 bool yielding() {
@@ -29,13 +27,14 @@ bool yielding() {
 }  // namespace
 
 void note_progress_busy() {
-  g_last_busy_ns.store(now_ns(), std::memory_order_relaxed);
+  g_last_busy_ns.store(ns_of(std::chrono::steady_clock::now()), std::memory_order_relaxed);
 }
 
-void yield_to_busy_progress() {
+void yield_to_busy_progress(std::chrono::steady_clock::time_point now) {
   const std::int64_t last = g_last_busy_ns.load(std::memory_order_relaxed);
   if (last == 0 || !yielding()) return;
-  if (now_ns() - last < std::chrono::nanoseconds(kBusyWindow).count()) ::sched_yield();
+  // A progress thread that noted itself busy after `now` counts too (the difference is negative).
+  if (ns_of(now) - last < std::chrono::nanoseconds(kBusyWindow).count()) ::sched_yield();
 }
 
 }  // namespace uwarp::runtime

@@ -21,7 +21,7 @@ inline constexpr std::chrono::microseconds kBusyWindow{200};
 // Progress (engine) thread: it has just handled events.
 void note_progress_busy();
 // Application thread: its CQ was empty and driving the CQ's streams received nothing. Yields the
-// core once if a progress thread has been busy within kBusyWindow.
-void yield_to_busy_progress();
+// core once if a progress thread has been busy within kBusyWindow of `now` (when the poll began).
+void yield_to_busy_progress(std::chrono::steady_clock::time_point now);
 
 }  // namespace uwarp::runtime

@@ -279,8 +279,8 @@ void Stream::schedule_handback_locked() {
   });
 }
 
-bool Stream::poll_rx(bool claim) {
-  handoff_.polled(claim);
+bool Stream::poll_rx(bool claim, Clock::time_point now) {
+  handoff_.polled(claim, now);
   if (!mu_.try_lock()) return false;  // another thread is inside the stream
   MutexLock lock(mu_, std::adopt_lock);
   if (qp_ == nullptr) return false;

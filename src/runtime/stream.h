@@ -70,11 +70,12 @@ class Stream final : public io::IoHandler,
   // Any thread, no locks held: receives and processes what the socket holds, exactly as the
   // engine thread would, and sends what waited for send space, unless another thread is inside
   // the stream (then returns false at once). claim: the caller will keep polling
-  // (PollHandoff). Returns true if bytes were received or sent, or the stream ended.
-  bool poll_rx(bool claim);
+  // (PollHandoff); now: when the poll began. Returns true if bytes were received or sent, or the
+  // stream ended.
+  bool poll_rx(bool claim, Clock::time_point now);
 
   // verbs::CqPollSource.
-  bool cq_poll_rx(bool claim) override { return poll_rx(claim); }
+  bool cq_poll_rx(bool claim, verbs::PollTime now) override { return poll_rx(claim, now); }
   void cq_armed() override;
 
  private:

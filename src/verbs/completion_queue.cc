@@ -32,12 +32,12 @@ void CompletionQueue::arm(bool solicited_only) {
   sources_.armed();
 }
 
-bool CompletionQueue::drive_sources() {
+bool CompletionQueue::drive_sources(PollTime now) {
   const bool claim = !armed_.load(std::memory_order_relaxed);
-  const PollSources::Driven own = sources_.drive(claim);
+  const PollSources::Driven own = sources_.drive(claim, now);
   if (own.progress) return true;
   // This CQ's streams are idle: the thread may be waiting for data that arrives on another QP.
-  return process_poll_sources().drive(claim, &own).progress;
+  return process_poll_sources().drive(claim, now, &own).progress;
 }
 
 std::size_t CompletionQueue::purge(std::uint32_t qp_num) {

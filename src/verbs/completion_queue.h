@@ -12,6 +12,7 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <span>
@@ -36,6 +37,11 @@ class CqEventSink {
   virtual void cq_event(CompletionQueue& cq) = 0;
 };
 
+// When an empty poll happened: read once per poll and handed to every source it drives and to
+// the yield check (runtime/progress_activity.h). Under a paravirtual clock a read is a large part
+// of an empty poll's cost.
+using PollTime = std::chrono::steady_clock::time_point;
+
 // Something an application thread polling a CQ may drive: the stream of a QP that completes
 // work on this CQ (runtime::Stream).
 class CqPollSource {
@@ -44,8 +50,8 @@ class CqPollSource {
   // Any thread, no locks held. Receives and processes what is waiting, unless another thread is
   // doing so right now (then returns false at once). claim: the caller will keep polling (the
   // CQ is not armed), so the source may leave receiving to it for a short while. Returns true
-  // if it made progress (bytes were received or the stream ended).
-  virtual bool cq_poll_rx(bool claim) = 0;
+  // if it made progress (bytes were received or the stream ended). now: when the poll began.
+  virtual bool cq_poll_rx(bool claim, PollTime now) = 0;
   // The CQ was armed: the application is about to block on its completion channel, so the
   // progress thread must receive again at once. Any thread, no locks held.
   virtual void cq_armed() = 0;
@@ -83,8 +89,8 @@ class CompletionQueue {
   void remove_source(const CqPollSource* source) { sources_.remove(source); }
   // Drives up to PollSources::kDrivePerCall of this CQ's sources on the calling thread, and if
   // none made progress, as many of the process's others. Returns true if any made progress.
-  // No locks may be held by the caller.
-  bool drive_sources();
+  // No locks may be held by the caller. now: when the poll began.
+  bool drive_sources(PollTime now);
   static constexpr std::size_t kDrivePerCall = PollSources::kDrivePerCall;
 
   std::uint32_t capacity() const { return capacity_; }

@@ -21,7 +21,8 @@ void PollSources::remove(const CqPollSource* source) {
   count_.store(sources_.size(), std::memory_order_release);
 }
 
-PollSources::Driven PollSources::drive(bool claim, const Driven* skip) {
+PollSources::Driven PollSources::drive(bool claim, std::chrono::steady_clock::time_point now,
+                                       const Driven* skip) {
   Driven driven;
   if (empty()) return driven;
   const auto skipped = [skip](const CqPollSource* s) {
@@ -44,7 +45,7 @@ PollSources::Driven PollSources::drive(bool claim, const Driven* skip) {
       }
     }
   }
-  for (std::size_t i = 0; i < driven.count; ++i) driven.progress |= picked[i]->cq_poll_rx(claim);
+  for (std::size_t i = 0; i < driven.count; ++i) driven.progress |= picked[i]->cq_poll_rx(claim, now);
   return driven;
 }
 

@@ -14,6 +14,7 @@
 
 #include <array>
 #include <atomic>
+#include <chrono>
 #include <cstddef>
 #include <memory>
 #include <utility>
@@ -41,8 +42,8 @@ class PollSources {
   };
   // Drives up to kDrivePerCall sources on the calling thread (round robin across calls),
   // leaving out those `skip` drove already in this poll. Cheap (one atomic load) when empty. The
-  // caller holds no locks.
-  Driven drive(bool claim, const Driven* skip = nullptr);
+  // caller holds no locks. now: when the poll began (PollTime).
+  Driven drive(bool claim, std::chrono::steady_clock::time_point now, const Driven* skip = nullptr);
   // Tells every source its CQ was armed (CqPollSource::cq_armed).
   void armed();
   bool empty() const { return count_.load(std::memory_order_acquire) == 0; }

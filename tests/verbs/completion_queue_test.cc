@@ -186,21 +186,26 @@ TEST(verbs_completion_queue, SinkCanBeReplaced) {
 
 class FakeSource final : public CqPollSource {
  public:
-  bool cq_poll_rx(bool claim) override {
+  bool cq_poll_rx(bool claim, PollTime now) override {
     ++polls;
     last_claim = claim;
+    last_now = now;
     return progress;
   }
   void cq_armed() override { ++armed; }
   int polls = 0;
   int armed = 0;
   bool last_claim = false;
+  PollTime last_now{};
   bool progress = false;
 };
 
+// An empty poll's time (CompletionQueue::drive_sources).
+PollTime poll_time() { return std::chrono::steady_clock::now(); }
+
 TEST(verbs_completion_queue, DrivesNothingWithoutSources) {
   CompletionQueue cq(4, nullptr, nullptr);
-  EXPECT_FALSE(cq.drive_sources());
+  EXPECT_FALSE(cq.drive_sources(poll_time()));
 }
 
 TEST(verbs_completion_queue, DrivesEachSourceOnceAndReportsProgress) {
@@ -210,16 +215,20 @@ TEST(verbs_completion_queue, DrivesEachSourceOnceAndReportsProgress) {
   cq.add_source(a);
   cq.add_source(b);
   cq.add_source(a);  // ignored: once per CQ
-  EXPECT_FALSE(cq.drive_sources());
+  EXPECT_FALSE(cq.drive_sources(poll_time()));
   EXPECT_EQ(a->polls, 1);
   EXPECT_EQ(b->polls, 1);
   EXPECT_TRUE(a->last_claim);  // not armed: the poller may claim
+  const PollTime t = poll_time() - std::chrono::milliseconds(5);
+  EXPECT_FALSE(cq.drive_sources(t));
+  EXPECT_EQ(a->last_now, t);  // the poll's one clock reading, not a reading of the source's own
+  EXPECT_EQ(b->last_now, t);
   b->progress = true;
-  EXPECT_TRUE(cq.drive_sources());
+  EXPECT_TRUE(cq.drive_sources(poll_time()));
   cq.remove_source(b.get());
-  EXPECT_FALSE(cq.drive_sources());
-  EXPECT_EQ(a->polls, 3);
-  EXPECT_EQ(b->polls, 2);
+  EXPECT_FALSE(cq.drive_sources(poll_time()));
+  EXPECT_EQ(a->polls, 4);
+  EXPECT_EQ(b->polls, 3);
 }
 
 TEST(verbs_completion_queue, ArmingTellsTheSourcesAndStopsClaims) {
@@ -229,10 +238,10 @@ TEST(verbs_completion_queue, ArmingTellsTheSourcesAndStopsClaims) {
   cq.add_source(a);
   cq.arm(false);
   EXPECT_EQ(a->armed, 1);
-  (void)cq.drive_sources();
+  (void)cq.drive_sources(poll_time());
   EXPECT_FALSE(a->last_claim);  // armed: the application is about to block
   ASSERT_TRUE(cq.push(wc(1), false));  // fires, disarms
-  (void)cq.drive_sources();
+  (void)cq.drive_sources(poll_time());
   EXPECT_TRUE(a->last_claim);
 }
 
@@ -241,7 +250,7 @@ TEST(verbs_completion_queue, SkipsSourcesThatAreGone) {
   auto a = std::make_shared<FakeSource>();
   cq.add_source(a);
   a.reset();  // destroyed without remove_source: held weakly, skipped
-  EXPECT_FALSE(cq.drive_sources());
+  EXPECT_FALSE(cq.drive_sources(poll_time()));
   cq.arm(false);
 }
 
@@ -252,12 +261,12 @@ TEST(verbs_completion_queue, DrivesABoundedNumberOfSourcesPerCallRoundRobin) {
     sources.push_back(std::make_shared<FakeSource>());
     cq.add_source(sources.back());
   }
-  (void)cq.drive_sources();
+  (void)cq.drive_sources(poll_time());
   int total = 0;
   for (auto& s : sources) total += s->polls;
   EXPECT_EQ(total, static_cast<int>(CompletionQueue::kDrivePerCall));
   // Enough calls reach every source equally.
-  for (int i = 1; i < 10; ++i) (void)cq.drive_sources();
+  for (int i = 1; i < 10; ++i) (void)cq.drive_sources(poll_time());
   for (auto& s : sources) EXPECT_EQ(s->polls, static_cast<int>(CompletionQueue::kDrivePerCall));
 }
 
@@ -270,20 +279,24 @@ TEST(verbs_completion_queue, IdleOwnSourcesLeadToTheProcesssOthers) {
   cq.add_source(own);
   process_poll_sources().add(own);
   process_poll_sources().add(other);
-  EXPECT_FALSE(cq.drive_sources());
+  EXPECT_FALSE(cq.drive_sources(poll_time()));
   EXPECT_EQ(own->polls, 1);  // once: the process's drive leaves out what this CQ drove
   EXPECT_EQ(other->polls, 1);
   EXPECT_TRUE(other->last_claim);
+  const PollTime t = poll_time() - std::chrono::milliseconds(5);
+  (void)cq.drive_sources(t);
+  EXPECT_EQ(other->last_now, t);  // the process's others get the same reading
+  EXPECT_EQ(other->polls, 2);
   other->progress = true;
-  EXPECT_TRUE(cq.drive_sources());  // another QP's data counts as progress: poll again
+  EXPECT_TRUE(cq.drive_sources(poll_time()));  // another QP's data counts as progress: poll again
   own->progress = true;
-  EXPECT_TRUE(cq.drive_sources());
-  EXPECT_EQ(other->polls, 2);  // this CQ's own streams made progress: no others this time
+  EXPECT_TRUE(cq.drive_sources(poll_time()));
+  EXPECT_EQ(other->polls, 3);  // this CQ's own streams made progress: no others this time
   process_poll_sources().remove(own.get());
   process_poll_sources().remove(other.get());
   own->progress = false;
-  EXPECT_FALSE(cq.drive_sources());
-  EXPECT_EQ(other->polls, 2);
+  EXPECT_FALSE(cq.drive_sources(poll_time()));
+  EXPECT_EQ(other->polls, 3);
 }
 
 TEST(verbs_completion_queue, AnArmedCqsPollDrivesTheOthersWithoutClaiming) {
@@ -293,7 +306,7 @@ TEST(verbs_completion_queue, AnArmedCqsPollDrivesTheOthersWithoutClaiming) {
   process_poll_sources().add(other);
   cq.arm(false);
   EXPECT_EQ(other->armed, 0);  // arming tells only the CQ's own streams
-  (void)cq.drive_sources();
+  (void)cq.drive_sources(poll_time());
   EXPECT_EQ(other->polls, 1);
   EXPECT_FALSE(other->last_claim);
   process_poll_sources().remove(other.get());
