@@ -27,6 +27,15 @@ void PollHandoff::polled(bool claim, Clock::time_point at) {
   }
 }
 
+void PollHandoff::busy_until(Clock::time_point start, Clock::time_point end) {
+  std::int64_t held = claimed_at_ns_.load(std::memory_order_relaxed);
+  const std::int64_t at = now_ns(end);
+  if (held == 0 || now_ns(start) - held >= std::chrono::nanoseconds(handoff()).count()) return;
+  last_poll_ns_.store(at, std::memory_order_relaxed);
+  // A claim that release() ended meanwhile stays ended.
+  claimed_at_ns_.compare_exchange_strong(held, at, std::memory_order_relaxed);
+}
+
 void PollHandoff::release() {
   claimed_at_ns_.store(0, std::memory_order_relaxed);
   last_poll_ns_.store(0, std::memory_order_relaxed);

@@ -4,7 +4,9 @@
 // An application that spins on a CQ (polls again within kSpinGap) claims the stream for
 // handoff() (kHandoff by default). A readiness report that finds the stream claimed is left to
 // the poller: the engine thread does not watch again and checks back when the claim lapses,
-// then every kRecheck while it is renewed. Once the application has not polled for handoff(),
+// then every kRecheck while it is renewed. A claiming poll that received or sent for the stream
+// renews its claim when it ends (busy_until), since receiving a megabyte can outlast handoff().
+// Once the application has not polled for handoff(),
 // or arms the CQ (release: at once), the engine thread receives and watches again. So bytes
 // wait for a receiver at most handoff() after the application's last poll, or kRecheck after
 // the engine's previous check, even if the application stops polling for good.
@@ -39,6 +41,12 @@ class PollHandoff {
   // then and waits on memory meanwhile (as ib_write_lat does; it needs the engine thread to
   // place its data). now: when the poll began.
   void polled(bool claim, Clock::time_point now);
+  // A poll that began at `start` received or sent for the stream and ended at `end`. If the
+  // stream was claimed at `start`, the claim runs from `end`, and so does the spin gap to the
+  // next poll: a poll that receives for long (a megabyte arriving) would otherwise see its own
+  // claim lapse under it and the engine thread take the stream from the spinning poller. A poll
+  // that held no claim (an application that polls now and then) gains none.
+  void busy_until(Clock::time_point start, Clock::time_point end);
   // The application is going to sleep (it armed the CQ): the claim ends at once.
   void release();
   // An application polled within kSpinGap.

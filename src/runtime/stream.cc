@@ -291,7 +291,9 @@ bool Stream::poll_rx(bool claim, Clock::time_point now) {
   // And what waits for send space (Read Responses, Writes posted while the socket was full).
   const std::uint64_t sent_before = tx_.bytes();
   after_tx_locked(tx_.poll_send(*qp_, *rdmap_));
-  return out.progress || tx_.bytes() != sent_before;
+  const bool progress = out.progress || tx_.bytes() != sent_before;
+  if (claim && progress) handoff_.busy_until(now, Clock::now());
+  return progress;
 }
 
 void Stream::cq_armed() {
