@@ -12,7 +12,6 @@
 #pragma once
 
 #include <atomic>
-#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <span>
@@ -36,11 +35,6 @@ class CqEventSink {
   virtual ~CqEventSink() = default;
   virtual void cq_event(CompletionQueue& cq) = 0;
 };
-
-// When an empty poll happened: read once per poll and handed to every source it drives and to
-// the yield check (runtime/progress_activity.h). Under a paravirtual clock a read is a large part
-// of an empty poll's cost.
-using PollTime = std::chrono::steady_clock::time_point;
 
 // Something an application thread polling a CQ may drive: the stream of a QP that completes
 // work on this CQ (runtime::Stream).

@@ -21,8 +21,7 @@ void PollSources::remove(const CqPollSource* source) {
   count_.store(sources_.size(), std::memory_order_release);
 }
 
-PollSources::Driven PollSources::drive(bool claim, std::chrono::steady_clock::time_point now,
-                                       const Driven* skip) {
+PollSources::Driven PollSources::drive(bool claim, PollTime now, const Driven* skip) {
   Driven driven;
   if (empty()) return driven;
   const auto skipped = [skip](const CqPollSource* s) {
@@ -45,7 +44,9 @@ PollSources::Driven PollSources::drive(bool claim, std::chrono::steady_clock::ti
       }
     }
   }
-  for (std::size_t i = 0; i < driven.count; ++i) driven.progress |= picked[i]->cq_poll_rx(claim, now);
+  for (std::size_t i = 0; i < driven.count; ++i) {
+    driven.progress |= picked[i]->cq_poll_rx(claim, now);
+  }
   return driven;
 }
 

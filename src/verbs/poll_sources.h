@@ -26,6 +26,11 @@ namespace uwarp::verbs {
 
 class CqPollSource;
 
+// When an empty poll happened: read once per poll and handed to every source it drives and to
+// the yield check (runtime/progress_activity.h). Under a paravirtual clock a read is a large part
+// of an empty poll's cost.
+using PollTime = std::chrono::steady_clock::time_point;
+
 class PollSources {
  public:
   static constexpr std::size_t kDrivePerCall = 4;
@@ -43,7 +48,7 @@ class PollSources {
   // Drives up to kDrivePerCall sources on the calling thread (round robin across calls),
   // leaving out those `skip` drove already in this poll. Cheap (one atomic load) when empty. The
   // caller holds no locks. now: when the poll began (PollTime).
-  Driven drive(bool claim, std::chrono::steady_clock::time_point now, const Driven* skip = nullptr);
+  Driven drive(bool claim, PollTime now, const Driven* skip = nullptr);
   // Tells every source its CQ was armed (CqPollSource::cq_armed).
   void armed();
   bool empty() const { return count_.load(std::memory_order_acquire) == 0; }

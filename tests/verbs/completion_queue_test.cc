@@ -201,7 +201,9 @@ class FakeSource final : public CqPollSource {
 };
 
 // An empty poll's time (CompletionQueue::drive_sources).
-PollTime poll_time() { return std::chrono::steady_clock::now(); }
+PollTime poll_time() {
+  return std::chrono::steady_clock::now();
+}
 
 TEST(verbs_completion_queue, DrivesNothingWithoutSources) {
   CompletionQueue cq(4, nullptr, nullptr);
