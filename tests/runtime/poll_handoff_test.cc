@@ -16,6 +16,11 @@ class PollHandoffTest : public ::testing::Test {
       GTEST_SKIP() << "UWARP_POLL_HANDOFF_US is set: these cases assume the default hand-off";
     }
   }
+  // Two polls 1 us apart, the second at t + 1 us: a spinning application's claim.
+  void claim_at(Clock::time_point t) {
+    h.polled(true, t);
+    h.polled(true, t + microseconds(1));
+  }
   const Clock::time_point t0 = Clock::now();
   const microseconds gap = PollHandoff::kSpinGap;
   const microseconds handoff = PollHandoff::kHandoff;
@@ -46,8 +51,7 @@ TEST_F(PollHandoffTest, AnArmedCqsPollsNeverClaim) {
 // A poll that receives a megabyte takes longer than the hand-off: its claim runs from its end,
 // not its start, so the engine thread does not take the stream while the poller works on it.
 TEST_F(PollHandoffTest, ALongProductivePollKeepsItsClaimFromItsEnd) {
-  h.polled(true, t0);
-  h.polled(true, t0 + microseconds(1));
+  claim_at(t0);
   const Clock::time_point end = t0 + handoff * 3;
   h.busy_until(t0 + microseconds(1), end);
   EXPECT_TRUE(h.claimed(end + handoff - microseconds(1)));
@@ -68,8 +72,7 @@ TEST_F(PollHandoffTest, ABusyPollWithoutAClaimDoesNotMakeOne) {
 // ib_write_lat polls once per round trip and spins on memory in between: a claim it made long
 // ago (it lapsed) must not come back when one of its polls happens to receive the peer's Write.
 TEST_F(PollHandoffTest, ABusyPollDoesNotRenewALapsedClaim) {
-  h.polled(true, t0);
-  h.polled(true, t0 + microseconds(1));
+  claim_at(t0);
   const Clock::time_point later = t0 + handoff * 10;
   h.polled(true, later);
   h.busy_until(later, later + microseconds(5));
@@ -77,8 +80,7 @@ TEST_F(PollHandoffTest, ABusyPollDoesNotRenewALapsedClaim) {
 }
 
 TEST_F(PollHandoffTest, ReleaseEndsTheClaimAndABusyPollDoesNotRestoreIt) {
-  h.polled(true, t0);
-  h.polled(true, t0 + microseconds(1));
+  claim_at(t0);
   h.release();  // the application armed the CQ: it is about to sleep
   EXPECT_FALSE(h.claimed(t0 + microseconds(2)));
   h.busy_until(t0 + microseconds(1), t0 + microseconds(3));  // the poll under way ends
