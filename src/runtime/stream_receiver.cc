@@ -2,16 +2,28 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstring>
 
 #include "io/pcap_recorder.h"
 
 namespace uwarp::runtime {
 
+namespace {
+
+// The calling thread's receive buffer (StreamReceiver::receive): allocated on its first receive,
+// freed when it exits.
+ByteSpan thread_buffer() {
+  thread_local std::vector<std::uint8_t> buffer(StreamReceiver::kThreadBufferSize);
+  return ByteSpan(buffer.data(), buffer.size());
+}
+
+}  // namespace
+
 StreamReceiver::StreamReceiver(io::IoBackend& backend, int fd)
     : backend_(backend), fd_(fd), bounce_(kBounceInitial) {}
 
-std::size_t StreamReceiver::next_bounce_want() {
-  const std::size_t want = large_payloads_ ? kSmallRead : bounce_.size();
+std::size_t StreamReceiver::next_want(std::size_t size) {
+  const std::size_t want = large_payloads_ ? std::min(kSmallRead, size) : size;
   large_payloads_ = false;
   return want;
 }
@@ -41,25 +53,30 @@ StreamReceiver::Outcome StreamReceiver::receive(verbs::QueuePair& qp, RdmapDrive
   Outcome out;
   if (holding() && !rdmap.rx_waiting(qp)) {
     out.progress = true;  // the held bytes go in now
-    feed(qp, rdmap, held_from_, held_to_);
+    feed(qp, rdmap, ConstByteSpan(bounce_.data(), held_));
   }
   if (holding() || rdmap.rx_waiting(qp)) {
     out.waiting = true;
     return out;
   }
+  const ByteSpan buffer = thread_buffer();
   long status = 1;
   for (int round = 0; round < kRxRounds; ++round) {
     if (rdmap.rx_open(qp)) out.progress |= receive_direct(qp, rdmap, status);
     if (status > 0) {
-      const std::size_t want = next_bounce_want();
-      status = backend_.try_recv(fd_, ByteSpan(bounce_.data(), want));
+      if (large_payloads_) thread_want_ = kBounceInitial;
+      const std::size_t want = next_want(thread_want_);
+      status = backend_.try_recv(fd_, buffer.first(want));
+      if (status == static_cast<long>(thread_want_)) {
+        thread_want_ = std::min(thread_want_ * 2, buffer.size());
+      }
       if (status == -EINTR) {
         status = 1;
         continue;
       }
       if (status > 0) {
         out.progress = true;
-        if (!feed_bounce(qp, rdmap, static_cast<std::size_t>(status), want)) {
+        if (!feed_received(qp, rdmap, buffer.first(static_cast<std::size_t>(status)), want)) {
           out.waiting = holding();
           return out;
         }
@@ -76,42 +93,47 @@ StreamReceiver::Outcome StreamReceiver::receive(verbs::QueuePair& qp, RdmapDrive
   return out;
 }
 
-bool StreamReceiver::feed_bounce(verbs::QueuePair& qp, RdmapDriver& rdmap, std::size_t n,
-                                 std::size_t want) {
-  io::pcap_received(fd_, ConstByteSpan(bounce_.data(), n));
-  bytes_ += n;
-  if (!feed(qp, rdmap, 0, n)) return false;
-  if (n == bounce_.size() && bounce_.size() < kBounceSize) {
-    bounce_.resize(bounce_.size() * 2);  // no receive into it is in flight (the caller's locks)
-  }
+bool StreamReceiver::feed_received(verbs::QueuePair& qp, RdmapDriver& rdmap,
+                                   ConstByteSpan received, std::size_t want) {
+  io::pcap_received(fd_, received);
+  bytes_ += received.size();
+  if (!feed(qp, rdmap, received)) return false;
   // A short read emptied the socket (io::IoBackend::watch_readable): no receive that would only
   // say EAGAIN.
-  return n >= want;
+  return received.size() >= want;
 }
 
-bool StreamReceiver::feed(verbs::QueuePair& qp, RdmapDriver& rdmap, std::size_t from,
-                          std::size_t to) {
+bool StreamReceiver::feed(verbs::QueuePair& qp, RdmapDriver& rdmap, ConstByteSpan bytes) {
   // After a Terminate (either way) incoming bytes are read and dropped until the peer closes.
-  const std::size_t used =
-      rdmap.rx_open(qp) ? rdmap.feed(qp, ConstByteSpan(bounce_.data() + from, to - from)) : to - from;
-  held_from_ = from + used;
-  held_to_ = to;
-  if (holding() && rdmap.rx_waiting(qp)) return false;
-  held_from_ = held_to_ = 0;
+  const std::size_t used = rdmap.rx_open(qp) ? rdmap.feed(qp, bytes) : bytes.size();
+  held_ = 0;
+  if (used < bytes.size() && rdmap.rx_waiting(qp)) {
+    hold(bytes.subspan(used));
+    return false;
+  }
+  if (bounce_.size() > kBounceSize) {  // it held more than a watch receives: give that back
+    bounce_.resize(kBounceSize);
+    bounce_.shrink_to_fit();
+  }
   return true;
 }
 
+void StreamReceiver::hold(ConstByteSpan rest) {
+  // Bytes from the bounce buffer never outgrow it, so growing it never moves `rest`.
+  if (bounce_.size() < rest.size()) bounce_.resize(rest.size());
+  std::memmove(bounce_.data(), rest.data(), rest.size());
+  held_ = rest.size();
+}
+
 bool StreamReceiver::feed_early(verbs::QueuePair& qp, RdmapDriver& rdmap, ConstByteSpan bytes) {
-  if (bounce_.size() < bytes.size()) bounce_.resize(bytes.size());
-  std::copy(bytes.begin(), bytes.end(), bounce_.begin());
-  return !feed(qp, rdmap, 0, bytes.size());
+  return !feed(qp, rdmap, bytes);
 }
 
 ByteSpan StreamReceiver::watch_buffer() {
   // Not while a payload is on its way to its place: this receiver receives it there directly
   // (one copy), where the watch's receive would take it through the bounce buffer.
   if (direct_pending_) return {};
-  watch_want_ = next_bounce_want();
+  watch_want_ = next_want(bounce_.size());
   return ByteSpan(bounce_.data(), watch_want_);
 }
 
@@ -128,8 +150,14 @@ StreamReceiver::Outcome StreamReceiver::take_watched(verbs::QueuePair& qp, Rdmap
     out.status = received;
     return out;
   }
-  out.more = feed_bounce(qp, rdmap, static_cast<std::size_t>(received), watch_want_);
+  const auto n = static_cast<std::size_t>(received);
+  out.more = feed_received(qp, rdmap, ConstByteSpan(bounce_.data(), n), watch_want_);
   out.waiting = holding();
+  // A receive that filled the bounce buffer asks for a larger one, up to kBounceSize (no
+  // receive into it is in flight: the watch's has completed).
+  if (!holding() && n == bounce_.size() && bounce_.size() < kBounceSize) {
+    bounce_.resize(bounce_.size() * 2);
+  }
   return out;
 }
 

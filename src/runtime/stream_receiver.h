@@ -1,6 +1,9 @@
-// StreamReceiver: the receive side of one stream. It receives into a bounce buffer and, once a
-// segment header says where a large payload goes, straight into that registered memory (one
-// copy), and feeds what it received to the connection's engine (RdmapDriver).
+// StreamReceiver: the receive side of one stream. It receives into a buffer and, once a segment
+// header says where a large payload goes, straight into that registered memory (one copy), and
+// feeds what it received to the connection's engine (RdmapDriver). Its own receives go into the
+// calling thread's receive buffer (large: fewer system calls and TCP window updates per byte when
+// FPDUs are too small to place directly, as at MSS 1448); a watch's receive, which the kernel
+// completes later, goes into the stream's own bounce buffer (small: one per QP).
 //
 // Contract with the backend (io::IoBackend::watch_readable): after each readiness report it
 // receives until the socket is empty (EAGAIN, or a short read) or a bound (then it reports
@@ -8,6 +11,8 @@
 // next bytes) counts as empty. While the engine waits for a receive (`waiting`) it holds the
 // bytes the engine did not take, in the bounce buffer, and receives nothing: the stream must
 // not watch (a watch would receive into that buffer); once resumed, receive() feeds them first.
+// Everything else it received is fed to the engine before the call returns, so the thread's
+// receive buffer holds nothing between calls.
 //
 // Lock: the stream mutex and the QP lock, held by the caller for every call (the thread is
 // whichever holds them: the engine thread or a polling application thread).
@@ -58,10 +63,18 @@ class StreamReceiver {
   std::uint64_t bytes() const { return bytes_; }
 
   // The bounce buffer starts small (an idle QP costs little memory) and doubles, up to the
-  // largest size, each time a receive fills it. 32 KiB: 4 KiB Writes over 1000 QPs cost 47 KiB
-  // per QP in all (70 KiB with 64 KiB), at the same single-QP speed (docs/performance.md).
+  // largest size, each time a watch's receive fills it. 32 KiB: 4 KiB Writes over 1000 QPs cost
+  // 47 KiB per QP in all (70 KiB with 64 KiB), at the same single-QP speed (docs/performance.md).
   static constexpr std::size_t kBounceInitial = 4 * 1024;
   static constexpr std::size_t kBounceSize = 32 * 1024;
+  // Each thread's receive buffer (one per progress thread or polling application thread). A
+  // stream's receives into it ask for kBounceInitial at first and twice as much after each that
+  // filled what it asked for, up to the whole buffer; a payload placed directly starts them
+  // over (when FPDUs are large, bytes received here are copied twice: 64 KiB Reads on loopback
+  // lost 10-15 % when they started at 32 KiB). 256 KiB against 32 KiB:
+  // ib_write_bw -R 1 MiB between namespaces (MSS 1448) gained 40 % (docs/performance.md,
+  // "A receive buffer per thread").
+  static constexpr std::size_t kThreadBufferSize = 256 * 1024;
   // A placement target at least this large is received into directly.
   static constexpr std::size_t kDirectMin = 2048;
   // With large payloads, the bounce buffer receives only this much (trailer, next header), so
@@ -74,26 +87,27 @@ class StreamReceiver {
  private:
   // Receives straight into the placement target while one is pending and large.
   bool receive_direct(verbs::QueuePair& qp, RdmapDriver& rdmap, long& status) REQUIRES(qp.mutex());
-  // Feeds n bytes received into the bounce buffer by a receive that asked for `want`; false if
-  // the receive was short (the socket is empty) or the engine began to wait (the rest is held).
-  bool feed_bounce(verbs::QueuePair& qp, RdmapDriver& rdmap, std::size_t n, std::size_t want)
-      REQUIRES(qp.mutex());
-  // Feeds bounce_[from, to) (after a Terminate the engine drops them); what it did not take
-  // because it waits for a receive is held. False if it waits.
-  bool feed(verbs::QueuePair& qp, RdmapDriver& rdmap, std::size_t from, std::size_t to)
-      REQUIRES(qp.mutex());
-  bool holding() const { return held_from_ < held_to_; }
-  // How much the next receive into the bounce buffer asks for.
-  std::size_t next_bounce_want();
+  // Feeds `received`, what a receive that asked for `want` bytes got; false if the receive was
+  // short (the socket is empty) or the engine began to wait (the rest is held).
+  bool feed_received(verbs::QueuePair& qp, RdmapDriver& rdmap, ConstByteSpan received,
+                     std::size_t want) REQUIRES(qp.mutex());
+  // Feeds `bytes` (after a Terminate the engine drops them); what it did not take because it
+  // waits for a receive is held. False if it waits.
+  bool feed(verbs::QueuePair& qp, RdmapDriver& rdmap, ConstByteSpan bytes) REQUIRES(qp.mutex());
+  // Keeps `rest` at the start of the bounce buffer (it may already lie in it).
+  void hold(ConstByteSpan rest);
+  bool holding() const { return held_ > 0; }
+  // How much the next receive into a buffer of `size` bytes asks for.
+  std::size_t next_want(std::size_t size);
 
   io::IoBackend& backend_;
   const int fd_;
-  std::vector<std::uint8_t> bounce_;
+  std::vector<std::uint8_t> bounce_;  // a watch's receives; the bytes held
   bool large_payloads_ = false;  // the last receive placed a large payload directly
+  std::size_t thread_want_ = kBounceInitial;  // what a receive into the thread's buffer asks for
   bool direct_pending_ = false;  // when last looked, a large placement target waited
   std::size_t watch_want_ = 0;   // how many bytes the watch's receive asks for
-  std::size_t held_from_ = 0;    // bounce_[held_from_, held_to_): received, not yet taken
-  std::size_t held_to_ = 0;
+  std::size_t held_ = 0;         // bounce_[0, held_): received, not yet taken
   std::uint64_t bytes_ = 0;
 };
 
