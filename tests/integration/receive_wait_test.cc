@@ -87,6 +87,52 @@ TEST_P(ReceiveWaitTest, SendsWithoutAReceiveWaitAndArriveWholeInOrder) {
   EXPECT_EQ(s.qp.state(), QpState::kRts);
 }
 
+// Small Sends queued behind a waiting one, then given receives for half of them: the socket
+// holds them all, so each receive asks for more (up to the thread's receive buffer,
+// StreamReceiver::kThreadBufferSize) and the Send that then finds none leaves a remainder of up
+// to that much to hold: it and every Send behind it arrive whole and in order once receives
+// are posted.
+TEST_P(ReceiveWaitTest, ALargeRemainderWaitsWholeBehindARunOfSmallSends) {
+  ConnectedPair::Options o = wait_pair(GetParam());
+  o.caps.max_send_wr = 1024;
+  o.caps.max_recv_wr = 1024;
+  ConnectedPair p(o);
+  ASSERT_TRUE(p.connected);
+  Side& c = *p.client;
+  Side& s = *p.server;
+  s.qp.set_receive_wait(QueuePair::kWaitForever);
+  constexpr std::uint32_t kSize = 1000;  // below the direct-placement size: received in bulk
+  constexpr std::size_t kCount = 800;
+  constexpr std::size_t kFirst = 400;  // receives posted while the Sends wait
+  const auto data = pattern(kSize * kCount, 7);
+  std::memcpy(c.buf.data(), data.data(), data.size());
+  for (std::size_t i = 0; i < kCount; ++i) post_send(c, i * kSize, kSize, i + 1);
+  std::this_thread::sleep_for(milliseconds(200));
+  WorkCompletion wc;
+  EXPECT_EQ(s.cq.poll({&wc, 1}), 0u);
+  for (std::size_t i = 0; i < kFirst; ++i) post_recv(s, i * kSize, kSize, 1000 + i);
+  const auto expect_receive = [&](std::size_t i) {
+    auto got = wait_wc(s.cq);
+    ASSERT_TRUE(got) << "message " << i;
+    EXPECT_EQ(got->status, WcStatus::kSuccess) << to_string(got->status);
+    EXPECT_EQ(got->wr_id, 1000 + i);
+    EXPECT_EQ(got->byte_len, kSize);
+  };
+  for (std::size_t i = 0; i < kFirst; ++i) expect_receive(i);
+  std::this_thread::sleep_for(milliseconds(200));
+  EXPECT_EQ(s.cq.poll({&wc, 1}), 0u);
+  EXPECT_EQ(s.qp.state(), QpState::kRts) << "the Send that found no receive did not wait";
+  for (std::size_t i = kFirst; i < kCount; ++i) post_recv(s, i * kSize, kSize, 1000 + i);
+  for (std::size_t i = kFirst; i < kCount; ++i) expect_receive(i);
+  EXPECT_EQ(std::memcmp(s.buf.data(), data.data(), data.size()), 0);
+  for (std::size_t i = 0; i < kCount; ++i) {
+    auto sent = wait_wc(c.cq);
+    ASSERT_TRUE(sent);
+    EXPECT_EQ(sent->status, WcStatus::kSuccess) << to_string(sent->status);
+  }
+  EXPECT_EQ(s.qp.state(), QpState::kRts);
+}
+
 // A Write behind a waiting Send is not placed before it: the stream is held as a whole. (A
 // second Send behind the Write tells the server that the Write has been placed.)
 TEST_P(ReceiveWaitTest, AWriteBehindAWaitingSendWaitsWithIt) {
