@@ -117,13 +117,7 @@ int poll_cq(ibv_cq* cq, int num_entries, ibv_wc* wc) {
   verbs::CompletionQueue& core = detail::Access::impl(*OfaCq::from(cq)->core)->cq;
   // Busy polling, as the native API's CompletionQueue::poll: an empty CQ makes the caller
   // receive for the QPs that complete on it (docs/threading.md).
-  if (core.size() == 0) {
-    const verbs::PollTime now = std::chrono::steady_clock::now();  // the poll's one clock read
-    if (!core.drive_sources(now)) {
-      runtime::yield_to_busy_progress(now);
-      return 0;
-    }
-  }
+  if (core.size() == 0 && !runtime::drive_empty_poll(core)) return 0;
   constexpr int kBatch = 16;
   std::array<WorkCompletion, kBatch> batch;
   int done = 0;

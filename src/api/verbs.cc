@@ -71,12 +71,7 @@ std::size_t CompletionQueue::poll(std::span<WorkCompletion> out) {
   // of waiting for the progress thread to wake up (docs/threading.md).
   const std::size_t n = impl_->cq.poll(out);
   if (n != 0 || out.empty()) return n;
-  const verbs::PollTime now = std::chrono::steady_clock::now();  // the poll's one clock read
-  if (!impl_->cq.drive_sources(now)) {
-    runtime::yield_to_busy_progress(now);
-    return 0;
-  }
-  return impl_->cq.poll(out);
+  return runtime::drive_empty_poll(impl_->cq) ? impl_->cq.poll(out) : 0;
 }
 
 Status CompletionQueue::req_notify(bool solicited_only) {

@@ -3,12 +3,9 @@
 #include <algorithm>
 #include <cstdlib>
 
+#include "runtime/steady_ns.h"
+
 namespace uwarp::runtime {
-namespace {
-std::int64_t now_ns(Clock::time_point t) {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(t.time_since_epoch()).count();
-}
-}  // namespace
 
 std::chrono::microseconds PollHandoff::handoff() {
   static const std::chrono::microseconds value = [] {
@@ -20,7 +17,7 @@ std::chrono::microseconds PollHandoff::handoff() {
 
 void PollHandoff::polled(bool claim, Clock::time_point at) {
   if (!claim) return;
-  const std::int64_t now = now_ns(at);
+  const std::int64_t now = steady_ns(at);
   const std::int64_t prev = last_poll_ns_.exchange(now, std::memory_order_relaxed);
   if (now - prev < std::chrono::nanoseconds(kSpinGap).count()) {
     claimed_at_ns_.store(now, std::memory_order_relaxed);
@@ -29,8 +26,8 @@ void PollHandoff::polled(bool claim, Clock::time_point at) {
 
 void PollHandoff::busy_until(Clock::time_point start, Clock::time_point end) {
   std::int64_t held = claimed_at_ns_.load(std::memory_order_relaxed);
-  const std::int64_t at = now_ns(end);
-  if (held == 0 || now_ns(start) - held >= std::chrono::nanoseconds(handoff()).count()) return;
+  const std::int64_t at = steady_ns(end);
+  if (held == 0 || steady_ns(start) - held >= std::chrono::nanoseconds(handoff()).count()) return;
   last_poll_ns_.store(at, std::memory_order_relaxed);
   // A claim that release() ended meanwhile stays ended.
   claimed_at_ns_.compare_exchange_strong(held, at, std::memory_order_relaxed);
@@ -43,12 +40,12 @@ void PollHandoff::release() {
 
 bool PollHandoff::spinning() const {
   const std::int64_t last_poll = last_poll_ns_.load(std::memory_order_relaxed);
-  return now_ns(Clock::now()) - last_poll < std::chrono::nanoseconds(kSpinGap).count();
+  return steady_ns(Clock::now()) - last_poll < std::chrono::nanoseconds(kSpinGap).count();
 }
 
 bool PollHandoff::claimed(Clock::time_point now) const {
   const std::int64_t at = claimed_at_ns_.load(std::memory_order_relaxed);
-  return at != 0 && now_ns(now) - at < std::chrono::nanoseconds(handoff()).count();
+  return at != 0 && steady_ns(now) - at < std::chrono::nanoseconds(handoff()).count();
 }
 
 Clock::time_point PollHandoff::next_check(int checks_so_far) const {

@@ -7,14 +7,13 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "runtime/steady_ns.h"
+#include "verbs/completion_queue.h"
+
 namespace uwarp::runtime {
 namespace {
 
 std::atomic<std::int64_t> g_last_busy_ns{0};
-
-std::int64_t ns_of(std::chrono::steady_clock::time_point t) {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(t.time_since_epoch()).count();
-}
 
 bool yielding() {
   static const bool on = [] {
@@ -27,14 +26,21 @@ bool yielding() {
 }  // namespace
 
 void note_progress_busy() {
-  g_last_busy_ns.store(ns_of(std::chrono::steady_clock::now()), std::memory_order_relaxed);
+  g_last_busy_ns.store(steady_ns(std::chrono::steady_clock::now()), std::memory_order_relaxed);
 }
 
 void yield_to_busy_progress(std::chrono::steady_clock::time_point now) {
   const std::int64_t last = g_last_busy_ns.load(std::memory_order_relaxed);
   if (last == 0 || !yielding()) return;
   // A progress thread that noted itself busy after `now` counts too (the difference is negative).
-  if (ns_of(now) - last < std::chrono::nanoseconds(kBusyWindow).count()) ::sched_yield();
+  if (steady_ns(now) - last < std::chrono::nanoseconds(kBusyWindow).count()) ::sched_yield();
+}
+
+bool drive_empty_poll(verbs::CompletionQueue& cq) {
+  const verbs::PollTime now = std::chrono::steady_clock::now();  // the poll's one clock reading
+  if (cq.drive_sources(now)) return true;
+  yield_to_busy_progress(now);
+  return false;
 }
 
 }  // namespace uwarp::runtime

@@ -14,6 +14,10 @@
 
 #include <chrono>
 
+namespace uwarp::verbs {
+class CompletionQueue;
+}
+
 namespace uwarp::runtime {
 
 inline constexpr std::chrono::microseconds kBusyWindow{200};
@@ -23,5 +27,9 @@ void note_progress_busy();
 // Application thread: its CQ was empty and driving the CQ's streams received nothing. Yields the
 // core once if a progress thread has been busy within kBusyWindow of `now` (when the poll began).
 void yield_to_busy_progress(std::chrono::steady_clock::time_point now);
+// Application thread: the work of a poll that found `cq` empty (the OFA poll_cq, the native
+// CompletionQueue::poll). Drives the CQ's sources at one clock reading; when none of them made
+// progress, yields as above. True if one did (the CQ is worth polling again).
+bool drive_empty_poll(verbs::CompletionQueue& cq);
 
 }  // namespace uwarp::runtime
