@@ -73,7 +73,7 @@ class StreamReceiver {
   // over (when FPDUs are large, bytes received here are copied twice: 64 KiB Reads on loopback
   // lost 10-15 % when they started at 32 KiB). 256 KiB against 32 KiB: ib_write_bw -R 1 MiB
   // between namespaces (MSS 1448) gained 14-36 % in three sets of interleaved pairs, ib_read_bw
-  // 1 MiB 32 % (docs/performance.md, "A receive buffer per thread").
+  // 1 MiB 32 % (docs/performance.md, "Between namespaces: receives sized for small FPDUs").
   static constexpr std::size_t kThreadBufferSize = 256 * 1024;
   // A placement target at least this large is received into directly.
   static constexpr std::size_t kDirectMin = 2048;
