@@ -430,6 +430,7 @@ int rdma_connect(rdma_cm_id* id, rdma_conn_param* conn_param) {
     params.peer_to_peer = g.mpa.peer_to_peer;
     params.rtr_offer = g.mpa.rtr_offer;
     params.mpa_revision = g.mpa.revision;
+    params.fpdu_size = g.mpa.fpdu_size;
     params.private_data = s->connect_data;
     if (conn_param != nullptr) {
       append(params.private_data, conn_param->private_data, conn_param->private_data_len);
@@ -489,6 +490,7 @@ int rdma_accept(rdma_cm_id* id, rdma_conn_param* conn_param) {
       params.ird = at_least_one(ird);
       params.crc = g.mpa.crc;  // peer-to-peer and the revision follow the request
       params.markers = g.mpa.markers;
+      params.fpdu_size = g.mpa.fpdu_size;
       if (conn_param != nullptr) {
         append(params.private_data, conn_param->private_data, conn_param->private_data_len);
         ofa::set_rnr_retry(qp, conn_param->rnr_retry_count);

@@ -1,5 +1,6 @@
 #include "rdmacm/mpa_choice.h"
 
+#include <charconv>
 #include <string>
 
 namespace uwarp::rdmacm {
@@ -21,9 +22,20 @@ Result<MpaChoice> parse_mpa_choice(std::string_view text) {
                                           : RtrOffer::kRead;
     } else if (word == "rev1") {
       c.revision = 1;
+    } else if (word.starts_with("fpdu=")) {
+      const std::string_view digits = word.substr(5);
+      std::uint32_t n = 0;
+      const auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), n);
+      if (ec != std::errc{} || end != digits.data() + digits.size() || digits.empty() ||
+          n > kMaxFpduSize) {
+        return error(Errc::kInvalidArgument,
+                     "'" + std::string(word) + "': fpdu= takes a size in bytes, at most " +
+                         std::to_string(kMaxFpduSize));
+      }
+      c.fpdu_size = n;
     } else if (!word.empty()) {
       return error(Errc::kInvalidArgument, "unknown word '" + std::string(word) +
-                                               "' (crc, markers, p2p, p2p-write, p2p-read, rev1)");
+                                               "' (crc, markers, p2p, p2p-write, p2p-read, rev1, fpdu=N)");
     }
   }
   if (c.peer_to_peer && c.revision == 1) {

@@ -9,7 +9,10 @@
 //   p2p-write, p2p-read  the same, offering only that RTR
 //   rev1  active side: MPA revision 1 (no IRD/ORD exchange, no peer-to-peer; the passive side
 //         answers in the revision of the request)
-// Unset or empty: revision 2, no CRC, no markers asked for, no peer-to-peer.
+//   fpdu=N  either side: send FPDUs of up to N bytes (at most 65544) where the TCP MSS is
+//         smaller, spanning segments (ConnectionParams::fpdu_size: only towards software peers)
+// Unset or empty: revision 2, no CRC, no markers asked for, no peer-to-peer, FPDUs within a
+// segment.
 #pragma once
 
 #include <cstdint>
@@ -26,6 +29,7 @@ struct MpaChoice {
   bool peer_to_peer = false;
   RtrOffer rtr_offer = RtrOffer::kWriteOrRead;
   std::uint8_t revision = 2;
+  std::uint32_t fpdu_size = 0;
 };
 
 // Parses a UWARP_MPA value; the error names the word it could not use.

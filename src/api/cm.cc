@@ -3,8 +3,10 @@
 
 #include "api/impl.h"
 #include "cm/listener.h"
+#include "wire/fpdu.h"
 
 namespace uwarp {
+static_assert(kMaxFpduSize == wire::fpdu_size(wire::kMaxUlpduLength));
 namespace {
 
 proto::MpaParams to_mpa(const ConnectionParams& p) {
@@ -18,6 +20,7 @@ proto::MpaParams to_mpa(const ConnectionParams& p) {
   m.ird = p.ird;
   m.ord = p.ord;
   m.private_data = p.private_data;
+  m.fpdu_size = p.fpdu_size;
   return m;
 }
 
@@ -26,6 +29,9 @@ Status check(const ConnectionParams& p) {
   if (p.peer_to_peer && p.mpa_revision != 2) return Status(Errc::kInvalidArgument, "peer-to-peer needs MPA revision 2");
   if (p.ird > 128 || p.ord > 128) return Status(Errc::kInvalidArgument, "IRD and ORD are at most 128");
   if (p.private_data.size() > proto::kMaxPrivateData) return Status(Errc::kInvalidArgument, "private data too long");
+  if (p.fpdu_size > kMaxFpduSize) {
+    return Status(Errc::kInvalidArgument, "an FPDU is at most " + std::to_string(kMaxFpduSize) + " bytes");
+  }
   return Status::ok();
 }
 

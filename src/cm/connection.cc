@@ -211,7 +211,7 @@ Status Connection::accept(verbs::QueuePair& qp, const proto::MpaParams& local,
     if (log::enabled(log::Level::kInfo)) log_line(log::Level::kInfo, "accepting");
     socket_.send_frame(responder_.accept(local));
     outcome_ = responder_.outcome();
-    start_stream(link_params(outcome_, /*initiator=*/false), {});
+    start_stream(link_params(outcome_, local, /*initiator=*/false), {});
     if (auto l = listener_.lock()) l->release(this);
     if (state_ != State::kEstablishing) return;
     if (outcome_.rtr == proto::RtrType::kNone) {

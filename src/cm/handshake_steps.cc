@@ -23,7 +23,7 @@ ReplyVerdict read_reply(proto::MpaInitiator& initiator, ConstByteSpan received) 
       break;
     case proto::MpaStep::kDone:
       v.next = ReplyVerdict::Next::kEstablish;
-      v.link = link_params(initiator.outcome(), /*initiator=*/true);
+      v.link = link_params(initiator.outcome(), initiator.params(), /*initiator=*/true);
       v.early = received.subspan(p.consumed);
       break;
   }
@@ -53,8 +53,10 @@ RequestVerdict read_request(proto::MpaResponder& responder, ConstByteSpan receiv
   return v;
 }
 
-verbs::LinkParams link_params(const proto::MpaOutcome& outcome, bool initiator) {
+verbs::LinkParams link_params(const proto::MpaOutcome& outcome, const proto::MpaParams& local,
+                              bool initiator) {
   verbs::LinkParams lp;
+  lp.fpdu_size = local.fpdu_size;
   lp.crc = outcome.crc;
   lp.send_markers = outcome.send_markers;
   lp.receive_markers = outcome.receive_markers;

@@ -57,8 +57,9 @@ RequestVerdict read_request(proto::MpaResponder& responder, ConstByteSpan receiv
 // Private data of a request, reply or rejection: at most proto::kMaxPrivateData bytes.
 Status check_private_data(std::span<const std::uint8_t> private_data);
 
-// What the QP's stream needs from the negotiation. The initiator sends the agreed RTR, the
-// responder waits for it.
-verbs::LinkParams link_params(const proto::MpaOutcome& outcome, bool initiator);
+// What the QP's stream needs from the negotiation and from this side's own parameters. The
+// initiator sends the agreed RTR, the responder waits for it.
+verbs::LinkParams link_params(const proto::MpaOutcome& outcome, const proto::MpaParams& local,
+                              bool initiator);
 
 }  // namespace uwarp::cm

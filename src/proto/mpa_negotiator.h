@@ -34,6 +34,9 @@ struct MpaParams {
   std::uint16_t ird = 16;  // inbound RDMA Reads we serve at once
   std::uint16_t ord = 16;  // outbound RDMA Reads we issue at once
   std::vector<std::uint8_t> private_data;
+  // Not negotiated, not sent: the FPDU size this side's transmitter aims for where the TCP MSS
+  // is smaller (0: FPDUs fit the segment, as RFC 5044 has senders do). See link_fpdu_size.
+  std::size_t fpdu_size = 0;
 };
 
 // The agreed connection parameters.
@@ -72,6 +75,7 @@ class MpaInitiator {
   MpaProgress on_reply_bytes(ConstByteSpan received);
   // Valid after kDone (rtr: the RTR this side must send) or kRejected (peer_private_data).
   const MpaOutcome& outcome() const { return outcome_; }
+  const MpaParams& params() const { return params_; }
 
  private:
   // The steps of on_reply_bytes after the frame has decoded and was not rejected: they agree on

@@ -30,7 +30,7 @@ void Stream::start(const verbs::LinkParams& params, ConstByteSpan early_bytes) {
   engine_.stream_started();
   counted_ = true;
   verbs::LinkParams p = params;
-  p.max_ulpdu = tx_.first_max_ulpdu();
+  p.max_ulpdu = tx_.first_max_ulpdu(p.fpdu_size);
   rdmap_ = std::make_unique<RdmapDriver>(*qp_, this, p);  // the QP enters RTS
   pump_tx_locked(*qp_);  // our RTR, and requests posted before the connection was up
   // Application threads polling the QP's CQs may receive from now on.

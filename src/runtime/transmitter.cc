@@ -1,5 +1,6 @@
 #include "runtime/transmitter.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 
@@ -14,12 +15,17 @@ std::size_t max_ulpdu_for_mss(std::size_t mss) {
   return wire::max_ulpdu_for_fpdu_size(mss & ~std::size_t{7});
 }
 
+std::size_t max_ulpdu_for(std::size_t mss, std::size_t fpdu_size) {
+  return std::max(max_ulpdu_for_mss(mss), wire::max_ulpdu_for_fpdu_size(fpdu_size));
+}
+
 Transmitter::Transmitter(Engine& engine, int fd) : engine_(engine), fd_(fd) {}
 
-std::size_t Transmitter::first_max_ulpdu() {
+std::size_t Transmitter::first_max_ulpdu(std::size_t fpdu_size) {
+  fpdu_size_ = fpdu_size;
   mss_ = io::tcp_mss(fd_);
   mss_checked_ = Clock::now();
-  return max_ulpdu_for_mss(mss_);
+  return max_ulpdu_for(mss_, fpdu_size_);
 }
 
 void Transmitter::refresh_fpdu_size(RdmapDriver& rdmap) {
@@ -32,7 +38,7 @@ void Transmitter::refresh_fpdu_size(RdmapDriver& rdmap) {
   const std::size_t mss = io::tcp_mss(fd_);
   if (mss != 0 && mss != mss_) {
     mss_ = mss;
-    rdmap.set_max_ulpdu(max_ulpdu_for_mss(mss));
+    rdmap.set_max_ulpdu(max_ulpdu_for(mss, fpdu_size_));
   }
 }
 

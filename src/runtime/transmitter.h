@@ -36,8 +36,9 @@ class Transmitter {
 
   Transmitter(Engine& engine, int fd);
 
-  // The FPDU size for the connection's MSS as it is now (read once, at attach).
-  std::size_t first_max_ulpdu();
+  // The largest ULPDU for the connection's MSS as it is now (read once, at attach), or for
+  // `fpdu_size` where that is larger (verbs::LinkParams::fpdu_size; kept for later refreshes).
+  std::size_t first_max_ulpdu(std::size_t fpdu_size);
   // Collects the QP's requests, then fills and sends until the socket is full, the engine has
   // nothing, or sending stopped.
   Outcome pump(verbs::QueuePair& qp, RdmapDriver& rdmap) REQUIRES(qp.mutex());
@@ -90,6 +91,7 @@ class Transmitter {
   bool stopped_ = false;
   std::uint64_t bytes_ = 0;
   std::size_t mss_ = 0;
+  std::size_t fpdu_size_ = 0;        // the FPDU size asked for beyond the MSS (0: none)
   Clock::time_point mss_checked_{};  // when refresh_fpdu_size last read the MSS
   std::size_t notsent_lowat_ = 0;    // the share last set on the socket (0: the kernel's default)
 };
@@ -97,5 +99,9 @@ class Transmitter {
 // The largest ULPDU for a TCP MSS, as Linux siw sizes FPDUs: the MSS rounded down to a multiple
 // of 8 bounds the whole FPDU, so each FPDU fits in one segment.
 std::size_t max_ulpdu_for_mss(std::size_t mss);
+// The same for FPDUs of `fpdu_size` bytes where the MSS is smaller (0: the MSS alone). Such FPDUs
+// span segments: uwarp's and Linux siw's receivers reassemble them, as RFC 5044 requires of a
+// receiver; a hardware RNIC may expect one FPDU per segment (ConnectionParams::fpdu_size).
+std::size_t max_ulpdu_for(std::size_t mss, std::size_t fpdu_size);
 
 }  // namespace uwarp::runtime

@@ -13,6 +13,9 @@ class QueuePair;
 // engine's (CRC, IRD/ORD, RTR, FPDU size) and which side this is.
 struct LinkParams : proto::RdmapEngine::Params {
   bool initiator = false;  // this side sent the MPA request
+  // The FPDU size the stream's transmitter aims for where the MSS is smaller (0: the MSS):
+  // proto::MpaParams::fpdu_size of this side.
+  std::size_t fpdu_size = 0;
 };
 
 // What the QP asks of its stream's transmit side since the stream last collected.

@@ -125,7 +125,7 @@ TEST(cm_handshake_steps, MarkersAreAgreedPerDirection) {
     ASSERT_TRUE(reply);
     EXPECT_FALSE(reply->frame.reject);
     EXPECT_EQ(reply->frame.markers, responder_asks);
-    const verbs::LinkParams link = link_params(responder.outcome(), /*initiator=*/false);
+    const verbs::LinkParams link = link_params(responder.outcome(), local, /*initiator=*/false);
     EXPECT_TRUE(link.send_markers);
     EXPECT_EQ(link.receive_markers, responder_asks);
   }
@@ -136,14 +136,39 @@ TEST(cm_handshake_steps, ResponderLinkWaitsForTheRtrItChose) {
   ASSERT_EQ(
       read_request(responder, proto::MpaInitiator(params(false, true, 16, 16)).request()).next,
       RequestNext::kReport);
-  (void)responder.accept(params(true, false, 8, 4));
-  const verbs::LinkParams link = link_params(responder.outcome(), /*initiator=*/false);
+  const proto::MpaParams local = params(true, false, 8, 4);
+  (void)responder.accept(local);
+  const verbs::LinkParams link = link_params(responder.outcome(), local, /*initiator=*/false);
   EXPECT_FALSE(link.initiator);
+  EXPECT_EQ(link.fpdu_size, 0u);
   EXPECT_TRUE(link.crc);
   EXPECT_EQ(link.ird, 8);
   EXPECT_EQ(link.ord, 4);
   EXPECT_EQ(link.expect_rtr, proto::RtrType::kWrite);
   EXPECT_EQ(link.send_rtr, proto::RtrType::kNone);
+}
+
+TEST(cm_handshake_steps, FpduSizeReachesOnlyThisSidesLinkAndNeverTheWire) {
+  // A larger FPDU size is this side's transmit choice: the request and the reply are the same
+  // bytes with it, and the peer's link does not see it.
+  proto::MpaParams plain = params(true, false, 16, 16);
+  proto::MpaParams large = plain;
+  large.fpdu_size = 65536;
+  EXPECT_EQ(proto::MpaInitiator(plain).request(), proto::MpaInitiator(large).request());
+
+  proto::MpaResponder plain_responder;
+  proto::MpaResponder large_responder;
+  ASSERT_EQ(read_request(plain_responder, proto::MpaInitiator(large).request()).next, RequestNext::kReport);
+  ASSERT_EQ(read_request(large_responder, proto::MpaInitiator(large).request()).next, RequestNext::kReport);
+  const std::vector<std::uint8_t> plain_reply = plain_responder.accept(plain);
+  EXPECT_EQ(plain_reply, large_responder.accept(large));
+  EXPECT_EQ(link_params(plain_responder.outcome(), plain, /*initiator=*/false).fpdu_size, 0u);
+  EXPECT_EQ(link_params(large_responder.outcome(), large, /*initiator=*/false).fpdu_size, 65536u);
+
+  proto::MpaInitiator initiator(large);
+  const ReplyVerdict reply = read_reply(initiator, plain_reply);
+  ASSERT_EQ(reply.next, ReplyVerdict::Next::kEstablish);
+  EXPECT_EQ(reply.link.fpdu_size, 65536u);
 }
 
 }  // namespace

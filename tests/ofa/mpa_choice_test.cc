@@ -50,6 +50,20 @@ TEST(MpaChoice, MarkersAreAskedFor) {
   EXPECT_FALSE(parse_mpa_choice("crc")->markers);
 }
 
+TEST(MpaChoice, FpduSizeTakesBytesUpToTheLargestFpdu) {
+  EXPECT_EQ(parse_mpa_choice("")->fpdu_size, 0u);
+  auto c = parse_mpa_choice("crc,fpdu=65536");
+  ASSERT_TRUE(c);
+  EXPECT_TRUE(c->crc);
+  EXPECT_EQ(c->fpdu_size, 65536u);
+  EXPECT_EQ(parse_mpa_choice("fpdu=65544")->fpdu_size, kMaxFpduSize);
+  for (const char* bad : {"fpdu=65545", "fpdu=", "fpdu=64K", "fpdu=-1", "fpdu=99999999999"}) {
+    auto r = parse_mpa_choice(bad);
+    ASSERT_FALSE(r) << bad;
+    EXPECT_NE(r.error().message().find("at most 65544"), std::string::npos) << r.error().message();
+  }
+}
+
 TEST(MpaChoice, UnknownWordIsNamed) {
   auto c = parse_mpa_choice("crc,marker");
   ASSERT_FALSE(c);

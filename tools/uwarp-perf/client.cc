@@ -155,6 +155,7 @@ class Client {
     ConnectionParams p;
     p.private_data = encode(h);
     p.crc = o_.crc;
+    p.fpdu_size = o_.fpdu_size;
     p.ird = 128;
     p.ord = 128;
     std::optional<Connection> conn;

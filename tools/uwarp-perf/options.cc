@@ -26,12 +26,12 @@ void print_usage(std::FILE* out) {
       "uwarp (the user-space iWARP RNIC) between a server and a client, or both in one process.\n"
       "usage:\n"
       "  uwarp-perf --help\n"
-      "  uwarp-perf server [--addr A] [--port P] [--once] [--tcp] [--audit]\n"
+      "  uwarp-perf server [--addr A] [--port P] [--once] [--tcp] [--audit] [--fpdu N]\n"
       "  uwarp-perf client HOST [--port P] --op send|write|read [--size N | --sizes a,b,c]\n"
       "                    [--iters K] [--qps Q] [--depth D] [--crc] [--verify] [--json] "
       "[--no-progress] [--tcp]\n"
       "                    [--shared-buffer] [--post-list N] [--wait poll|block] [--audit]\n"
-      "                    [--no-latency] [--hold S]\n"
+      "                    [--no-latency] [--hold S] [--fpdu N]\n"
       "  uwarp-perf loopback [client options]   both ends in this process, over 127.0.0.1\n"
       "--tcp: the raw TCP baseline instead of uwarp (same sizes; stream and ping-pong; with\n"
       "  --qps N, the stream over N connections, no ping-pong)\n"
@@ -48,6 +48,8 @@ void print_usage(std::FILE* out) {
       "  accounted for exactly once (a completion, or unsignaled and succeeded), and the process\n"
       "  must end with the threads and fds it started with; both are printed to stderr (the\n"
       "  server's per client); exit status 3 if anything is unaccounted for\n"
+      "--fpdu N: this side sends FPDUs of up to N bytes (at most 65544) where the TCP MSS is\n"
+      "  smaller, across segments (fewer, larger FPDUs; only towards software peers: uwarp, siw)\n"
       "--hold S: the client keeps its connections open S seconds (at most 600) after the runs,\n"
       "  before it says goodbye, so that `uwarp stat PID` sees its QPs and their counters\n"
       "exit status: 0 success; 1 a run failed (the cause on stderr; a server with --once: its\n"
@@ -175,6 +177,9 @@ std::optional<Options> parse_options(int argc, char** argv) {
       if (!s || !parse_u32(s, o.depth) || o.depth == 0 || o.depth > 1024) return std::nullopt;
     } else if (a == "--crc") {
       o.crc = true;
+    } else if (a == "--fpdu") {
+      const char* s = value("--fpdu");
+      if (!s || !parse_u32(s, o.fpdu_size) || o.fpdu_size > kMaxFpduSize) return std::nullopt;
     } else if (a == "--verify") {
       o.verify = true;
     } else if (a == "--json") {

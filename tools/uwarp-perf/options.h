@@ -28,6 +28,7 @@ struct Options {
   std::uint32_t post_list = 1;  // bandwidth runs: WRs per post_send (one list post)
   bool block = false;  // bandwidth runs: both ends wait on their completion channel, no polling
   bool crc = false;
+  std::uint32_t fpdu_size = 0;  // ConnectionParams::fpdu_size of every connection (0: the MSS)
   bool verify = false;
   bool json = false;
   bool progress = true;

@@ -356,6 +356,7 @@ int run_server(const Options& o, std::atomic<bool>& stop, std::atomic<int>* boun
       }
       ConnectionParams p;
       p.private_data = encode(reply);
+      p.fpdu_size = o.fpdu_size;
       if (Status st = ev->connection.accept(s->endpoint().ctrl(), p); !st) {
         sessions.erase(id);
         continue;
@@ -383,6 +384,7 @@ int run_server(const Options& o, std::atomic<bool>& stop, std::atomic<int>* boun
     reply.length = d.length;
     ConnectionParams p;
     p.private_data = encode(reply);
+    p.fpdu_size = o.fpdu_size;
     p.ird = 128;
     p.ord = 128;
     d.conn = ev->connection;
