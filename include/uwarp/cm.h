@@ -53,11 +53,11 @@ struct ConnectionParams {
   std::string local_host;
   std::uint16_t local_port = 0;
   // This side's FPDUs: 0 (the default) keeps each within one TCP segment, as RFC 5044 has a
-  // sender do; N (up to 65544) lets them grow to N bytes where the MSS is smaller, across
-  // segments. Fewer, larger FPDUs cost both ends less per byte (between namespaces at MTU 1500,
-  // 64 KiB Writes gained about half in docs/performance.md). uwarp's and Linux siw's receivers
-  // reassemble such FPDUs; a hardware RNIC may not: set it only towards software peers. Not
-  // negotiated: each side chooses for what it sends. At most kMaxFpduSize.
+  // sender do; N (at most kMaxFpduSize) lets them grow to N bytes where the MSS is smaller,
+  // across segments. Fewer, larger FPDUs cost both ends less per byte (between namespaces at
+  // MTU 1500, perftest's Writes and Reads moved 1.4-1.5 times as much: docs/performance.md).
+  // uwarp's and Linux siw's receivers reassemble such FPDUs; a hardware RNIC may not: set it
+  // only towards software peers. Not negotiated: each side chooses for what it sends.
   std::uint32_t fpdu_size = 0;
 };
 
