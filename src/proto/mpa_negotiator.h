@@ -35,7 +35,7 @@ struct MpaParams {
   std::uint16_t ord = 16;  // outbound RDMA Reads we issue at once
   std::vector<std::uint8_t> private_data;
   // Not negotiated, not sent: the FPDU size this side's transmitter aims for where the TCP MSS
-  // is smaller (0: FPDUs fit the segment, as RFC 5044 has senders do). See link_fpdu_size.
+  // is smaller (0: FPDUs fit the segment, as RFC 5044 has senders do): ConnectionParams::fpdu_size.
   std::size_t fpdu_size = 0;
 };
 
