@@ -265,6 +265,10 @@ void Connection::start_stream(const verbs::LinkParams& params, ConstByteSpan ear
                                     std::to_string(outcome_.ird) + ", ORD " +
                                     std::to_string(outcome_.ord) + ", RTR " +
                                     std::string(rtr_name(outcome_.rtr)) + ", " +
+                                    (params.fpdu_size != 0
+                                         ? "FPDUs up to " + std::to_string(params.fpdu_size) +
+                                               " bytes across segments, "
+                                         : std::string()) +
                                     (params.initiator ? "initiator" : "responder"));
   }
   if (self_) engine_.retire(std::move(self_));

@@ -27,9 +27,9 @@ std::string logged_at(log::Level level, Run run) {
   return out;
 }
 
-std::string connect_and_close(log::Level level) {
-  return logged_at(level, [] {
-    ConnectedPair p;
+std::string connect_and_close(log::Level level, const ConnectedPair::Options& options = {}) {
+  return logged_at(level, [&] {
+    ConnectedPair p(options);
     EXPECT_TRUE(p.connected);
     if (p.connected) {
       p.client->conn.disconnect();
@@ -86,6 +86,18 @@ TEST(Log, WarnLogsTerminatesWithTheirAddresses) {
         << "no line for '" << what << "' in:\n"
         << out;
   }
+}
+
+// A side that asked for larger FPDUs says so in its line of MPA parameters; the other does not.
+TEST(Log, InfoNamesALargerFpduSizeOfThisSide) {
+  ConnectedPair::Options o;
+  o.client_params.fpdu_size = 65536;
+  const std::string out = connect_and_close(log::Level::kInfo, o);
+  EXPECT_TRUE(std::regex_search(
+      out, std::regex("QP [0-9]+: MPA revision 2, .*, RTR none, FPDUs up to 65536 bytes across "
+                      "segments, initiator")))
+      << out;
+  EXPECT_TRUE(std::regex_search(out, std::regex("RTR none, responder"))) << out;
 }
 
 TEST(Log, OffLogsNothing) {
