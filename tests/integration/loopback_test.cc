@@ -1,6 +1,7 @@
 // End-to-end over loopback TCP through the native API (and, under in_netns_pair.sh, between two
 // network namespaces): every operation, sizes from 0 bytes to 16 MiB, CRC off and on, MPA markers
-// in neither, one or both directions, data verified byte for byte.
+// in neither, one or both directions, FPDUs larger than a segment where asked for, data verified
+// byte for byte.
 #include <gtest/gtest.h>
 
 #include <unistd.h>
