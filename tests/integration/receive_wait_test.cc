@@ -7,6 +7,7 @@
 #include <chrono>
 #include <cstdint>
 #include <cstring>
+#include <memory>
 #include <thread>
 #include <vector>
 
@@ -212,22 +213,28 @@ TEST_P(ReceiveWaitTest, AWaitThatRunsOutEndsInTheTerminateForNoBuffer) {
 // The peer disconnects while a message of its waits for a receive (as qperf's rc_bi_bw ends).
 // With little queued, its FIN reaches the waiting side's socket; with more, its FIN or its last
 // bytes cannot get past the bytes held, and its close deadline ends in a reset. Either way the
-// waiting side, which looks at its socket, gets DISCONNECTED within a few seconds.
+// waiting side, which looks at its socket, gets DISCONNECTED within a few seconds. The three
+// amounts run side by side, each on a connection of its own: a close deadline takes seconds.
 TEST_P(ReceiveWaitTest, APeerThatDisconnectsEndsTheWait) {
-  for (const std::uint32_t messages : {1u, 3u, 8u}) {
-    SCOPED_TRACE(::testing::Message() << messages << " MiB queued");
-    ConnectedPair p(wait_pair(GetParam()));
+  const std::uint32_t queued_mib[] = {1, 3, 8};
+  std::vector<std::unique_ptr<ConnectedPair>> pairs;
+  for (const std::uint32_t messages : queued_mib) {
+    pairs.push_back(std::make_unique<ConnectedPair>(wait_pair(GetParam())));
+    ConnectedPair& p = *pairs.back();
     ASSERT_TRUE(p.connected);
     p.server->qp.set_receive_wait(QueuePair::kWaitForever);
     for (std::uint64_t i = 0; i < messages; ++i) post_send(*p.client, 0, 1 << 20, i + 1);
-    std::this_thread::sleep_for(milliseconds(200));
-    ASSERT_EQ(p.server->qp.state(), QpState::kRts);
-    const auto start = std::chrono::steady_clock::now();
-    p.client->conn.disconnect();
-    auto ev = wait_event(p.server_events(), CmEventType::kDisconnected, 10000);
+  }
+  std::this_thread::sleep_for(milliseconds(200));
+  for (const auto& p : pairs) ASSERT_EQ(p->server->qp.state(), QpState::kRts);
+  const auto start = std::chrono::steady_clock::now();
+  for (const auto& p : pairs) p->client->conn.disconnect();
+  for (std::size_t n = 0; n < pairs.size(); ++n) {
+    SCOPED_TRACE(::testing::Message() << queued_mib[n] << " MiB queued");
+    auto ev = wait_event(pairs[n]->server_events(), CmEventType::kDisconnected, 10000);
     ASSERT_TRUE(ev);
     EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(6));
-    EXPECT_EQ(p.server->qp.state(), QpState::kError);
+    EXPECT_EQ(pairs[n]->server->qp.state(), QpState::kError);
   }
 }
 
