@@ -25,6 +25,7 @@ namespace {
 class NullLink final : public QpLink {
  public:
   void doorbell(QueuePair&) override {}
+  void settle_send(QueuePair&) override {}
   void revoke(QueuePair&, const proto::RevokedRegion&, bool) override {
   }                                                        // nothing deregisters here
   void receive_posted(QueuePair&) override {}              // receives never wait here

@@ -72,20 +72,30 @@ void Stream::sample_tcp_later() {
   });
 }
 
-void Stream::pump_tx_locked(verbs::QueuePair& qp) {
+void Stream::doorbell(verbs::QueuePair& qp) {
+  // The sends release the QP lock, and another thread may unbind the QP and let the stream go
+  // meanwhile: it lives until this call returns. The application keeps the QP alive across its
+  // own call.
+  const std::shared_ptr<Stream> keep = shared_from_this();
+  pump_tx_locked(qp, Transmitter::SendMode::kReleasing);
+}
+
+void Stream::pump_tx_locked(verbs::QueuePair& qp, Transmitter::SendMode mode) {
   if (!rdmap_) return;  // not started yet
   if (qp.take_rtr_received_locked()) {
     observer_engine_.post([observer = observer_] {
       if (auto o = observer.lock()) o->stream_rtr_received();
     });
   }
-  after_tx_locked(tx_.pump(qp, *rdmap_));
+  const Transmitter::Outcome outcome = tx_.pump(qp, *rdmap_, mode);
+  if (!rdmap_) return;  // unbound while a send ran without the QP lock
+  after_tx_locked(outcome);
   if (rdmap_->take_wait_abandoned()) end_wait_soon();  // the QP failed: receive and drop
 }
 
 void Stream::revoke(verbs::QueuePair& qp, const proto::RevokedRegion& revoked, bool qp_in_use) {
   if (!rdmap_) return;  // not started: nothing was accessed
-  rdmap_->revoke(qp, revoked, qp_in_use || tx_.reads_from(revoked));
+  rdmap_->revoke(qp, revoked, qp_in_use || tx_.reads_from(qp, revoked));
   // The QP's abandon trims the batch (the rest of an FPDU partly sent is copied now, while the
   // memory is still the application's); then the Terminate goes out.
   pump_tx_locked(qp);
@@ -305,6 +315,7 @@ void Stream::cq_armed() {
 }
 
 void Stream::unbind_qp_locked() {
+  tx_.stop(*qp_);  // no more sends, and none still reading the QP's memory
   if (counted_) engine_.stream_ended();
   counted_ = false;
   poll_sources_.remove(this);
@@ -349,7 +360,7 @@ void Stream::teardown(bool graceful, const std::string& why) {
     torn_down_ = true;
     if (qp_ != nullptr) {
       MutexLock qlock(qp_->mutex());
-      tx_.stop();
+      tx_.stop(*qp_);
       qp_->link_lost_locked(graceful, why);
       unbind_qp_locked();
     }

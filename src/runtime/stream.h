@@ -57,8 +57,10 @@ class Stream final : public io::IoHandler,
   void disconnect();
   int fd() const { return fd_.get(); }
 
-  // verbs::QpLink (QP lock held): transmits and collects what the QP asks.
-  void doorbell(verbs::QueuePair& qp) override REQUIRES(qp.mutex()) { pump_tx_locked(qp); }
+  // verbs::QpLink (QP lock held): transmits and collects what the QP asks. The doorbell's
+  // sends release the QP lock (Transmitter::SendMode::kReleasing).
+  void doorbell(verbs::QueuePair& qp) override REQUIRES(qp.mutex());
+  void settle_send(verbs::QueuePair& qp) override REQUIRES(qp.mutex()) { tx_.settle_send(qp); }
   void revoke(verbs::QueuePair& qp, const proto::RevokedRegion& revoked, bool qp_in_use) override
       REQUIRES(qp.mutex());
   void receive_posted(verbs::QueuePair& qp) override REQUIRES(qp.mutex());
@@ -86,7 +88,10 @@ class Stream final : public io::IoHandler,
   // QP lock held: tells the observer of an RTR the QP received, sends, and acts on what the
   // transmitter reports (nothing before start()). Runs after every call into the QP that may have
   // queued work. It never unbinds the QP (a failed send ends the stream from the engine thread).
-  void pump_tx_locked(verbs::QueuePair& qp) REQUIRES(qp.mutex());
+  // kReleasing: only from the doorbell (Transmitter::SendMode).
+  void pump_tx_locked(verbs::QueuePair& qp,
+                      Transmitter::SendMode mode = Transmitter::SendMode::kUnderLock)
+      REQUIRES(qp.mutex());
   void after_tx_locked(Transmitter::Outcome outcome);
   // The close began (a disconnect, a failed QP): the stream ends within kLinger whatever the peer
   // does, gracefully only if all was sent (docs/errors.md, "Waits a peer controls").

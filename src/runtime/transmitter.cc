@@ -49,9 +49,10 @@ void Transmitter::apply_send_share() {
   io::set_notsent_lowat(fd_, lowat);  // best effort: without it TCP takes all it can
 }
 
-Transmitter::Outcome Transmitter::pump(verbs::QueuePair& qp, RdmapDriver& rdmap) {
-  collect(qp, rdmap);
-  fill_and_send(qp, rdmap);
+Transmitter::Outcome Transmitter::pump(verbs::QueuePair& qp, RdmapDriver& rdmap, SendMode mode) {
+  if (!settle(qp, /*wait=*/false)) return Outcome::kNone;  // its thread carries on
+  report_sent(qp, rdmap);
+  fill_and_send(qp, rdmap, mode);
   return finish();
 }
 
@@ -68,7 +69,7 @@ void Transmitter::collect(verbs::QueuePair& qp, RdmapDriver& rdmap) {
   }
 }
 
-void Transmitter::fill_and_send(verbs::QueuePair& qp, RdmapDriver& rdmap) {
+void Transmitter::fill_and_send(verbs::QueuePair& qp, RdmapDriver& rdmap, SendMode mode) {
   while (!write_watched_ && !write_shut_ && !stopped_ && error_ == 0) {
     if (batch_.empty()) {
       refresh_fpdu_size(rdmap);
@@ -78,34 +79,67 @@ void Transmitter::fill_and_send(verbs::QueuePair& qp, RdmapDriver& rdmap) {
       if (!filled) return;
       stats::add(qp.counters(), stats::Counter::kTxFpdus, batch_.fpdus());
     }
-    const long n = io::send_iov(fd_, batch_.pending());
-    if (n >= 0) {
-      io::pcap_sent(fd_, batch_.pending(), static_cast<std::size_t>(n));
-      consume(qp, rdmap, static_cast<std::size_t>(n));
-      continue;
+    if (mode == SendMode::kReleasing) {
+      if (!send_releasing(qp)) return;
+    } else {
+      apply_result(qp, io::send_iov(fd_, batch_.pending()));
     }
-    if (n == -EAGAIN || n == -EWOULDBLOCK) {
-      // The socket is full: send again, here, once it has space (no system call reads the
-      // batch's memory meanwhile).
-      write_watched_ = true;
-      if (!watch_armed_) {  // once per stall: a polling thread's retries (poll_send) add none
-        watch_armed_ = true;
-        stats::add(qp.counters(), stats::Counter::kSendStalls);
-        engine_.backend().watch_writable(fd_);
-      }
-      return;
-    }
-    if (n == -EINTR) continue;
-    error_ = n;
-    failed_now_ = true;
-    return;
+    report_sent(qp, rdmap);
   }
 }
 
-void Transmitter::consume(verbs::QueuePair& qp, RdmapDriver& rdmap, std::size_t n) {
-  bytes_ += n;
-  stats::add(qp.counters(), stats::Counter::kTxBytes, n);
-  batch_.consume(n);
+bool Transmitter::send_releasing(verbs::QueuePair& qp) {
+  const std::span<const iovec> pending = batch_.pending();
+  unsettled_ = true;
+  wire_mu_.lock();
+  qp.mutex().unlock();
+  const long n = io::send_iov(fd_, pending);
+  wire_result_ = n;
+  wire_mu_.unlock();
+  qp.mutex().lock();
+  // Meanwhile a thread may have settled this send (and made one of its own), or unbound the QP.
+  return settle(qp, /*wait=*/false) && !stopped_;
+}
+
+bool Transmitter::settle(verbs::QueuePair& qp, bool wait) {
+  if (!unsettled_) return true;
+  if (wait) {
+    wire_mu_.lock();
+  } else if (!wire_mu_.try_lock()) {
+    return false;
+  }
+  const long n = wire_result_;
+  wire_mu_.unlock();
+  unsettled_ = false;
+  apply_result(qp, n);
+  return true;
+}
+
+void Transmitter::apply_result(verbs::QueuePair& qp, long n) {
+  if (n >= 0) {
+    io::pcap_sent(fd_, batch_.pending(), static_cast<std::size_t>(n));
+    bytes_ += static_cast<std::size_t>(n);
+    stats::add(qp.counters(), stats::Counter::kTxBytes, static_cast<std::size_t>(n));
+    batch_.consume(static_cast<std::size_t>(n));
+    return;
+  }
+  if (n == -EAGAIN || n == -EWOULDBLOCK) {
+    // The socket is full: send again once it has space (no system call reads the batch's
+    // memory meanwhile).
+    write_watched_ = true;
+    if (!watch_armed_) {  // once per stall: a polling thread's retries (poll_send) add none
+      watch_armed_ = true;
+      stats::add(qp.counters(), stats::Counter::kSendStalls);
+      engine_.backend().watch_writable(fd_);
+    }
+    return;
+  }
+  if (n == -EINTR) return;  // sent again
+  error_ = n;
+  failed_now_ = true;
+}
+
+void Transmitter::report_sent(verbs::QueuePair& qp, RdmapDriver& rdmap) {
   std::uint64_t cookie;
   while (batch_.pop_sent(cookie)) rdmap.sent(qp, cookie);
   collect(qp, rdmap);  // our Terminate has gone: close
@@ -124,11 +158,13 @@ Transmitter::Outcome Transmitter::poll_send(verbs::QueuePair& qp, RdmapDriver& r
 }
 
 void Transmitter::abandon() {
-  // No system call holds the batch between sends: it is trimmed at once.
+  // Called with no send unsettled, so no system call holds the batch: it is trimmed at once.
   batch_.abandon_after_current_fpdu();
 }
 
 Transmitter::Outcome Transmitter::finish() {
+  // Another thread's send is under way (it finishes), or the QP was unbound meanwhile.
+  if (unsettled_ || stopped_) return Outcome::kNone;
   if (failed_now_) {
     failed_now_ = false;
     return Outcome::kFailed;

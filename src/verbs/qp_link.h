@@ -31,14 +31,19 @@ struct TxRequests {
 
 // The runtime's side of an attached stream. The QP calls it with its own lock held
 // (qp.mutex()), from the application's calls only (post_send, post_recv, modify_state, a
-// deregistration),
-// never from inside a call the stream makes into the QP; so the stream is never re-entered.
-// Must not block.
+// deregistration), never from inside a call the stream makes into the QP; so the stream is never
+// re-entered. settle_send is the exception. Must not block, except settle_send (below).
 class QpLink {
  public:
   virtual ~QpLink() = default;
-  // The stream transmits and collects the QP's requests.
+  // The stream transmits and collects the QP's requests. Its sends may release the QP lock
+  // and take it back (runtime::Transmitter): the QP relies on nothing it read before.
   virtual void doorbell(QueuePair& qp) = 0;
+  // The QP is about to give memory back (its flush): returns once no send the stream made
+  // without the QP lock is still in its system call (a wait as long as one non-blocking send).
+  // The one call the QP may make from inside a call the stream makes into it: it touches only
+  // the stream's transmit batch, which no such call is changing.
+  virtual void settle_send(QueuePair& qp) = 0;
   // The application revokes a region: on return the stream holds no reference into it and
   // touches it no more; if its engine or its queued bytes were using it, or `qp_in_use` (the
   // QP's own resolved memory is), the connection fails with a Terminate (RdmapEngine::revoke).

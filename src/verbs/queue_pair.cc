@@ -184,6 +184,8 @@ void QueuePair::request_failed_locked(bool local) {
 }
 
 void QueuePair::enter_error(std::optional<WcStatus> first_status, std::uint32_t vendor_err) {
+  // The flush hands the requests' memory back: no send may still be reading it.
+  if (QpLink* link = binding_.link()) link->settle_send(*this);
   state_ = QpState::kError;
   // The stream's engine continues no message and the stream drops what it has queued: both
   // collect this request after the call that led here, before they read memory again.

@@ -190,7 +190,10 @@ wire::AtomicRequest SendQueue::atomic_request(std::uint64_t seq) {
 
 bool SendQueue::atomic_complete(std::uint64_t seq, std::uint64_t original_value) {
   Entry* e = find(seq);
-  if (e == nullptr || e->phase != Phase::kAwaitingResponse) return true;
+  // The answer may be received before the request is reported sent (sent() then finds it
+  // done): a send's bytes are counted once its system call has returned, and the thread that
+  // made it may take the QP lock back after the thread that receives.
+  if (e == nullptr || (e->phase != Phase::kAwaitingResponse && e->phase != Phase::kInFlight)) return true;
   // One SGE of 8 bytes (check_send_wr), resolved with local write access in start().
   const ConstByteSpan value(reinterpret_cast<const std::uint8_t*>(&original_value), sizeof original_value);
   if (!e->mrs.front()->on_demand()) {

@@ -60,11 +60,12 @@ class SendQueue {
   // A request started and not complete holds resolved memory in `memory` (a Send or Write being
   // sent, a Read's sink).
   bool uses(ConstByteSpan memory) const;
-  // Read `seq` has its whole response.
+  // Read `seq` has its whole response (which may come before sent(seq)).
   void read_complete(std::uint64_t seq);
   // Atomic `seq` (started): its Atomic Request's operation and operands.
   wire::AtomicRequest atomic_request(std::uint64_t seq);
-  // Atomic `seq` was answered: `original_value` goes to its local memory, and it completes.
+  // Atomic `seq` was answered (maybe before sent(seq)): `original_value` goes to its local
+  // memory, and it completes.
   // False if the result could not be stored (on-demand memory that faults): the request has
   // failed with a local protection error, reported once the QP fails (enter_error's flush).
   bool atomic_complete(std::uint64_t seq, std::uint64_t original_value);

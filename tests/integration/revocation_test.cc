@@ -11,7 +11,9 @@
 #include <atomic>
 #include <chrono>
 #include <cstring>
+#include <functional>
 #include <optional>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -141,6 +143,10 @@ class RevocationTest : public ::testing::TestWithParam<bool> {
   }
 
   enum class Revoke : std::uint8_t { kDeregister, kInvalidateWindow };
+  static constexpr std::uint8_t kWrittenByte = 0x3C;
+  void give_back_while_the_poster_sends(const std::function<void(Mapping&)>& give_back,
+                                        const std::function<void(const RawFpdu&)>& visit,
+                                        RawPeer::Drain& drained);
   void write_stalled_before(std::size_t rest, Revoke how = Revoke::kDeregister);
 
   // More than every socket buffer on the path holds.
@@ -364,6 +370,100 @@ TEST_P(RevocationTest, FlushWhileAWriteWaitsForTheWindow) {
   EXPECT_GT(d.fpdus, 0u);
   EXPECT_LT(d.payload_bytes, kBeyondBuffers);
   EXPECT_EQ(raw_.buffered(), 0u) << "the stream was cut inside an FPDU";
+  EXPECT_TRUE(d.terminates.empty());
+}
+
+// The posting thread sends with the QP lock released (runtime::Transmitter). It posts Writes of
+// the whole source one after the other, each sent by its own post_send, to a peer that reads all
+// the time, so that it spends most of its time inside send system calls; once the first bytes
+// have arrived, another thread gives the source back: `give_back` does so and returns once the
+// memory is no longer the application's. `visit` sees each FPDU the peer reads.
+void RevocationTest::give_back_while_the_poster_sends(
+    const std::function<void(Mapping&)>& give_back,
+    const std::function<void(const RawFpdu&)>& visit, RawPeer::Drain& drained) {
+  constexpr std::size_t kPiece = 1024 * 1024;
+  Mapping region(kBeyondBuffers);
+  ASSERT_NE(region.data(), nullptr);
+  std::memset(region.data(), kWrittenByte, region.size());
+  mr_.emplace(pd_->reg_mr(region.data(), region.size(), access::kLocalWrite).value());
+  ASSERT_NO_FATAL_FAILURE(connect_raw());
+  std::atomic<std::size_t> arrived{0};
+  std::thread peer([&] {
+    drained = raw_.drain_until_closed(20000, 1u << 20, [&](const RawFpdu& f) {
+      if (visit) visit(f);
+      arrived += f.payload.size();
+    });
+  });
+  std::thread poster([&] {
+    for (std::size_t offset = 0; offset < region.size(); offset += kPiece) {
+      Sge sge = mr_->sge(offset, kPiece);
+      SendWr wr;
+      wr.wr_id = offset;
+      wr.opcode = WrOpcode::kRdmaWrite;
+      wr.flags = send_flags::kSignaled;
+      wr.sg_list = {&sge, 1};
+      wr.rkey = 0x1234;
+      if (!qp_->post_send(wr)) break;  // the region is gone
+    }
+  });
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (arrived.load() == 0 && std::chrono::steady_clock::now() < deadline) std::this_thread::yield();
+  EXPECT_GT(arrived.load(), 0u) << "no byte of the Writes arrived";
+  give_back(region);
+  poster.join();
+  peer.join();
+  EXPECT_TRUE(drained.closed) << "uwarp did not close (" << to_string(drained.last) << ")";
+  EXPECT_LT(drained.payload_bytes, kBeyondBuffers) << "every Write went out";
+  EXPECT_EQ(raw_.buffered(), 0u) << "the stream was cut inside an FPDU";
+  EXPECT_EQ(qp_->state(), QpState::kError);
+}
+
+// Deregistered and made inaccessible while the posting thread sends: the deregistration waits
+// for the send system call under way, so no send reads the memory afterwards (one would fail,
+// "send failed: Bad address"). The QP fails in one of two ways, whichever comes first: the
+// revocation finds the memory in use and the peer gets the Terminate for a local catastrophic
+// error (CRC intact), or the engine starts the next Write after the region's STag is gone, and
+// that request fails with a local protection error (no Terminate).
+TEST_P(RevocationTest, DeregistrationWhileThePostingThreadSends) {
+  RawPeer::Drain d;
+  ASSERT_NO_FATAL_FAILURE(give_back_while_the_poster_sends(
+      [&](Mapping& region) { deregister_and_poison(region); }, {}, d));
+  auto event = ctx_->get_async_event(kTimeoutMs);
+  ASSERT_TRUE(event);
+  EXPECT_EQ(event->detail.find("send failed"), std::string::npos) << event->detail;
+  if (d.terminates.empty()) {
+    EXPECT_NE(event->detail.find("local protection error"), std::string::npos) << event->detail;
+    return;
+  }
+  ASSERT_EQ(d.terminates.size(), 1u);
+  EXPECT_EQ(d.terminates[0].code, wire::term::kRdmapLocalCatastrophic)
+      << "got " << wire::describe(d.terminates[0].code);
+  EXPECT_TRUE(d.terminates[0].crc_ok);
+}
+
+// Flushed while the posting thread sends: once the flush completion is out, the application
+// reuses the source at once, and not one reused byte reaches the peer.
+TEST_P(RevocationTest, FlushWhileThePostingThreadSends) {
+  constexpr std::uint8_t kReusedAfterTheFlush = 0xEE;
+  std::size_t reused_bytes_sent = 0;
+  RawPeer::Drain d;
+  ASSERT_NO_FATAL_FAILURE(give_back_while_the_poster_sends(
+      [&](Mapping& region) {
+        ASSERT_TRUE(qp_->modify_state(QpState::kError));
+        // Writes sent whole complete first; the first one that was not is flushed.
+        std::optional<WorkCompletion> wc;
+        do {
+          wc = wait_wc(*cq_);
+        } while (wc && wc->status == WcStatus::kSuccess);
+        ASSERT_TRUE(wc);
+        EXPECT_EQ(wc->status, WcStatus::kWrFlushError) << to_string(wc->status);
+        std::memset(region.data(), kReusedAfterTheFlush, region.size());
+      },
+      [&](const RawFpdu& f) {
+        reused_bytes_sent += std::count(f.payload.begin(), f.payload.end(), kReusedAfterTheFlush);
+      },
+      d));
+  EXPECT_EQ(reused_bytes_sent, 0u) << "bytes of the source were read after the flush completed";
   EXPECT_TRUE(d.terminates.empty());
 }
 

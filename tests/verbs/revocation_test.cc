@@ -54,6 +54,7 @@ TEST_F(RevocationTest, AForcedDeregistrationInvalidatesTheWindowsFirst) {
 class RecordingLink final : public QpLink {
  public:
   void doorbell(QueuePair&) override {}
+  void settle_send(QueuePair&) override {}
   void revoke(QueuePair&, const proto::RevokedRegion& r, bool) override {
     revoked.push_back(r.memory);
   }
