@@ -226,6 +226,30 @@ TEST_F(SendQueueTest, AReadCompletesWhenItsResponseHasArrivedNotWhenItsRequestIs
   EXPECT_EQ(wcs[1].opcode, WcOpcode::kRdmaWrite);
 }
 
+// The posting thread counts its send only once it has the QP lock back, so the progress thread
+// may place the answer first: a Read and an atomic answered before sent() complete then, with
+// their results, and the later sent() changes nothing.
+TEST_F(SendQueueTest, AnAnswerThatComesBeforeItsRequestIsCountedSentCompletesIt) {
+  const Buffer word = testing::register_buffer(device_.stags(), &pd_, 8, access::kLocalWrite);
+  ASSERT_TRUE(post(1, WrOpcode::kRdmaRead).is_ok());
+  ASSERT_TRUE(sq_.post(wr(2, WrOpcode::kAtomicFetchAdd, {word.sge(0, 8)}), true).is_ok());
+  const std::uint64_t read = start();
+  const std::uint64_t atomic = start();
+  ASSERT_NE(atomic, 0u);
+  sq_.read_complete(read);
+  EXPECT_TRUE(sq_.atomic_complete(atomic, 0x1122334455667788u));
+  sq_.sent(read);
+  sq_.sent(atomic);
+  const auto wcs = poll_all(cq_);
+  ASSERT_EQ(wr_ids(wcs), (std::vector<std::uint64_t>{1, 2}));
+  EXPECT_EQ(wcs[1].status, WcStatus::kSuccess) << to_string(wcs[1].status);
+  EXPECT_EQ(wcs[1].opcode, WcOpcode::kAtomicFetchAdd);
+  std::uint64_t value;
+  std::memcpy(&value, word.bytes.data(), sizeof value);
+  EXPECT_EQ(value, 0x1122334455667788u);
+  EXPECT_TRUE(sq_.empty());
+}
+
 TEST_F(SendQueueTest, UnsignaledSuccessesCompleteSilentlyUnlessTheQueueSignalsAll) {
   ASSERT_TRUE(post(1, WrOpcode::kSend, 0).is_ok());
   ASSERT_TRUE(post(2).is_ok());
