@@ -163,6 +163,15 @@ void TxBatch::clear() {
   marks_ = marks_popped_ = 0;
 }
 
+bool TxBatch::owns(const void* p) const {
+  const auto in = [p](const auto& storage) {
+    const auto* begin = reinterpret_cast<const std::uint8_t*>(storage.data());
+    const auto* at = static_cast<const std::uint8_t*>(p);
+    return at >= begin && at < begin + sizeof(storage[0]) * storage.size();
+  };
+  return in(headers_) || in(trailers_) || in(markers_) || in(tail_);
+}
+
 bool TxBatch::reads_from(const RevokedRegion& revoked) const {
   for (std::size_t i = sent_iov_; i < iov_count_; ++i) {
     if (iov_region_[i] != nullptr && iov_region_[i] != revoked.region) continue;

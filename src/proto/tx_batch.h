@@ -63,6 +63,9 @@ class TxBatch {
   static constexpr std::size_t fpdu_iov_overhead(Framing f) {
     return f.markers ? kMarkedFpduIovOverhead : 2;
   }
+  // `p` is in the batch's own storage (a header, trailer, marker or the copied rest of an FPDU),
+  // not in memory the payload came from.
+  bool owns(const void* p) const;
   // Some pending payload byte is read from the revoked region: bytes in its memory, queued from
   // that region or from one not known (add_fpdu's `region`).
   bool reads_from(const RevokedRegion& revoked) const;

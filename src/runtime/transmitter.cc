@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "io/pcap_recorder.h"
+#include "io/race_annotations.h"
 #include "stats/count.h"
 #include "verbs/revocation.h"
 
@@ -94,6 +95,14 @@ bool Transmitter::send_releasing(verbs::QueuePair& qp) {
   wire_mu_.lock();
   qp.mutex().unlock();
   const long n = io::send_iov(fd_, pending);
+  if constexpr (io::kRaceAnnotations) {
+    // The batch's own bytes and its iovecs, read without the QP lock: no thread may change them
+    // before the send is settled, which TSan checks.
+    io::annotate_sent_bytes(pending.data(), pending.size_bytes());
+    for (const iovec& v : pending) {
+      if (batch_.owns(v.iov_base)) io::annotate_sent_bytes(v.iov_base, v.iov_len);
+    }
+  }
   wire_result_ = n;
   wire_mu_.unlock();
   qp.mutex().lock();
