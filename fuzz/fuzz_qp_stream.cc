@@ -32,6 +32,7 @@ namespace {
 class CollectingLink final : public verbs::QpLink {
  public:
   void doorbell(verbs::QueuePair&) override {}
+  void settle_send(verbs::QueuePair&) override {}  // it makes no sends
   // As runtime::Stream: reception waited for a receive; it resumes before the next feed.
   void receive_posted(verbs::QueuePair&) override { resume = true; }
   // As runtime::Stream::revoke.
