@@ -360,7 +360,6 @@ void Stream::teardown(bool graceful, const std::string& why) {
     torn_down_ = true;
     if (qp_ != nullptr) {
       MutexLock qlock(qp_->mutex());
-      tx_.stop(*qp_);
       qp_->link_lost_locked(graceful, why);
       unbind_qp_locked();
     }

@@ -143,6 +143,7 @@ class RevocationTest : public ::testing::TestWithParam<bool> {
   }
 
   enum class Revoke : std::uint8_t { kDeregister, kInvalidateWindow };
+  // What a source holds before the Write that sends it (the flush tests reuse it with another).
   static constexpr std::uint8_t kWrittenByte = 0x3C;
   void give_back_while_the_poster_sends(const std::function<void(Mapping&)>& give_back,
                                         const std::function<void(const RawFpdu&)>& visit,
@@ -350,11 +351,10 @@ TEST_P(RevocationTest, AtomicWaitingBehindAReadResponseIsCutOffByDeregistration)
 // was partly handed to TCP was copied before the flush), and not one byte written after the
 // flush: nothing read the source once the QP had given it back.
 TEST_P(RevocationTest, FlushWhileAWriteWaitsForTheWindow) {
-  constexpr std::uint8_t kWritten = 0x3C;
   constexpr std::uint8_t kReusedAfterTheFlush = 0xEE;
   Mapping region(kBeyondBuffers);
   ASSERT_NE(region.data(), nullptr);
-  std::memset(region.data(), kWritten, region.size());
+  std::memset(region.data(), kWrittenByte, region.size());
   ASSERT_NO_FATAL_FAILURE(write_behind_shut_window(region, send_flags::kSignaled));
   ASSERT_TRUE(qp_->modify_state(QpState::kError));
   auto wc = wait_wc(*cq_);
