@@ -35,20 +35,39 @@ void encode_info(std::uint8_t* out, std::uint64_t addr, std::uint32_t rkey, std:
   std::memcpy(out + 12, &s, 4);
 }
 
-bool wait_for(CompletionQueue& cq, WcOpcode want, int timeout_ms) {
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
-  WorkCompletion wc;
-  while (std::chrono::steady_clock::now() < deadline) {
-    if (cq.poll({&wc, 1}) == 0) continue;
-    if (wc.status != WcStatus::kSuccess) {
-      std::fprintf(stderr, "rping_client: completion failed: %s\n", std::string(to_string(wc.status)).c_str());
+// The completions polled and not yet waited for. The Send and the receive its answer completes
+// share one CQ, and nothing orders their completions (a Send may complete after the answer to
+// it has arrived): each is kept until waited for, as rping's CQ handler does.
+class Completions {
+ public:
+  explicit Completions(CompletionQueue& cq) : cq_(cq) {}
+
+  bool wait_for(WcOpcode want, int timeout_ms) {
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+    WorkCompletion wc;
+    while (count(want) == 0 && std::chrono::steady_clock::now() < deadline) {
+      if (cq_.poll({&wc, 1}) == 0) continue;
+      if (wc.status != WcStatus::kSuccess) {
+        std::fprintf(stderr, "rping_client: completion failed: %s\n", std::string(to_string(wc.status)).c_str());
+        return false;
+      }
+      if (wc.opcode == WcOpcode::kSend || wc.opcode == WcOpcode::kRecv) ++count(wc.opcode);
+    }
+    if (count(want) == 0) {
+      std::fprintf(stderr, "rping_client: no completion in %d ms\n", timeout_ms);
       return false;
     }
-    if (wc.opcode == want) return true;
+    --count(want);
+    return true;
   }
-  std::fprintf(stderr, "rping_client: no completion in %d ms\n", timeout_ms);
-  return false;
-}
+
+ private:
+  int& count(WcOpcode op) { return op == WcOpcode::kSend ? sends_ : receives_; }
+
+  CompletionQueue& cq_;
+  int sends_ = 0;
+  int receives_ = 0;
+};
 
 }  // namespace
 
@@ -104,10 +123,12 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "rping_client: not established: %s\n", ev ? ev->status.to_string().c_str() : "no event");
     return 1;
   }
+  Completions completions(cq);
+  auto wait_for = [&](WcOpcode want) { return completions.wait_for(want, timeout_ms); };
   auto send_description = [&](std::vector<std::uint8_t>& buf, const MemoryRegion& mr) {
     encode_info(send_info.data(), reinterpret_cast<std::uintptr_t>(buf.data()), mr.rkey(), size);
     return qp.post_send({.wr_id = 2, .opcode = WrOpcode::kSend, .sg_list = {&send_sge, 1}}).is_ok() &&
-           wait_for(cq, WcOpcode::kSend, timeout_ms);
+           wait_for(WcOpcode::kSend);
   };
   for (int it = 0; it < count; ++it) {
     // rping's pattern: "rdma-ping-N: " and then the printable characters, rotating.
@@ -117,9 +138,9 @@ int main(int argc, char** argv) {
     }
     start[size - 1] = 0;
     std::fill(sink.begin(), sink.end(), 0);
-    if (!send_description(start, start_mr) || !wait_for(cq, WcOpcode::kRecv, timeout_ms)) return 1;
+    if (!send_description(start, start_mr) || !wait_for(WcOpcode::kRecv)) return 1;
     if (!qp.post_recv({1, {&recv_sge, 1}})) return 1;
-    if (!send_description(sink, sink_mr) || !wait_for(cq, WcOpcode::kRecv, timeout_ms)) return 1;
+    if (!send_description(sink, sink_mr) || !wait_for(WcOpcode::kRecv)) return 1;
     if (!qp.post_recv({1, {&recv_sge, 1}})) return 1;
     if (start != sink) {
       std::fprintf(stderr, "rping_client: iteration %d: data mismatch\n", it);
