@@ -206,5 +206,25 @@ TEST_F(PerfServerTest, TcpBaselineStreamsOverManyConnections) {
   EXPECT_EQ(out.find("failed"), std::string::npos) << out;
 }
 
+// The memory-polling ping-pong of the TCP baseline (--placer): each message is placed by a
+// receiving thread or a SIGIO handler while both ends spin on memory; the last echo, placed that
+// way, must carry the pattern (verified: " yes"), at a small and a segmented size, and one
+// server serves both kinds in turn.
+TEST_F(PerfServerTest, TcpBaselinePingPongPlacedIntoSpunOnMemory) {
+  ASSERT_NO_FATAL_FAILURE(start_server(true));
+  for (const char* placer : {"thread", "signal"}) {
+    const std::string log = ::testing::TempDir() + "uwarp-perf-tcp-placer-" + placer + ".log";
+    const pid_t client = spawn({UWARP_PERF_BIN, "client", "127.0.0.1", "--port", std::to_string(port_),
+                                "--tcp", "--placer", placer, "--sizes", "64,64K", "--iters", "300",
+                                "--verify", "--no-progress"},
+                               log);
+    ASSERT_EQ(wait_exit(client, std::chrono::seconds(60)), 0) << slurp(log);
+    const std::string out = slurp(log);
+    std::size_t verified = 0;
+    for (std::size_t at = out.find(" yes"); at != std::string::npos; at = out.find(" yes", at + 1)) ++verified;
+    EXPECT_EQ(verified, 2u) << out;
+  }
+}
+
 }  // namespace
 }  // namespace uwarp::testing

@@ -30,11 +30,15 @@ void print_usage(std::FILE* out) {
       "  uwarp-perf client HOST [--port P] --op send|write|read [--size N | --sizes a,b,c]\n"
       "                    [--iters K] [--qps Q] [--depth D] [--crc] [--verify] [--json] "
       "[--no-progress] [--tcp]\n"
+      "                    [--placer thread|signal]\n"
       "                    [--shared-buffer] [--post-list N] [--wait poll|block] [--audit]\n"
       "                    [--no-latency] [--hold S] [--fpdu N]\n"
       "  uwarp-perf loopback [client options]   both ends in this process, over 127.0.0.1\n"
       "--tcp: the raw TCP baseline instead of uwarp (same sizes; stream and ping-pong; with\n"
       "  --qps N, the stream over N connections, no ping-pong)\n"
+      "--placer thread|signal: with --tcp, the ping-pong as ib_write_lat -R runs it: both ends\n"
+      "  spin on memory, and a receiving thread (or a SIGIO handler on the spinning thread)\n"
+      "  receives each message and places it there\n"
       "--shared-buffer: all data QPs use one buffer on each side (many QPs then touch the memory\n"
       "  of one; not with --verify)\n"
       "--post-list N: bandwidth runs post up to N requests at a time as one list (default 1)\n"
@@ -192,6 +196,17 @@ std::optional<Options> parse_options(int argc, char** argv) {
       o.once = true;
     } else if (a == "--tcp") {
       o.tcp = true;
+    } else if (a == "--placer") {
+      const char* s = value("--placer");
+      const std::string_view placer = s ? s : "";
+      if (placer == "thread") {
+        o.placer = Placer::kThread;
+      } else if (placer == "signal") {
+        o.placer = Placer::kSignal;
+      } else {
+        std::fprintf(stderr, "uwarp-perf: --placer takes thread or signal\n");
+        return std::nullopt;
+      }
     } else if (a == "--audit") {
       o.audit = true;
     } else if (a == "--hold") {
@@ -204,6 +219,10 @@ std::optional<Options> parse_options(int argc, char** argv) {
       print_usage();
       return std::nullopt;
     }
+  }
+  if (o.placer != Placer::kNone && !o.tcp) {
+    std::fprintf(stderr, "uwarp-perf: --placer belongs to the TCP baseline (--tcp)\n");
+    return std::nullopt;
   }
   if (o.shared_buffer && o.verify) {
     std::fprintf(stderr, "uwarp-perf: --shared-buffer cannot be verified (QPs overwrite each other)\n");

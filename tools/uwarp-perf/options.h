@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+#include "tcp_placer.h"
+
 namespace uwarp::perf {
 
 enum class Mode { kServer, kClient, kLoopback };
@@ -35,6 +37,7 @@ struct Options {
   bool latency = true;  // client: after each bandwidth run, the ping-pong (--no-latency: none)
   bool once = false;  // server: exit after one client
   bool tcp = false;   // the raw TCP baseline instead of uwarp
+  Placer placer = Placer::kNone;  // --tcp: who receives the ping-pong (tcp_placer.h)
   bool shared_buffer = false;  // one buffer for all data QPs (protocol.h: kHelloSharedBuffer)
   bool audit = false;  // account for every work request, threads and fds at exit (audit.h)
   std::uint32_t hold_s = 0;  // client: seconds the connections stay open after the runs

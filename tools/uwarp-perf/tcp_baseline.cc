@@ -6,7 +6,9 @@
 // - bandwidth: it streams the messages; the server receives them all and answers one byte; the
 //   time runs from the first byte sent to that answer;
 // - latency: a ping-pong of one message each way, reported as half the round trip; both ends
-//   poll their socket (non-blocking receives, yielding between them) as uwarp's side polls.
+//   poll their socket (non-blocking receives, yielding between them) as uwarp's side polls;
+//   with --placer thread|signal, both ends spin on memory instead and a placer receives
+//   (tcp_placer.h), as perftest's ib_write_lat -R over a thread-driven RNIC.
 // With --qps N (N > 1) the client opens N connections (the first carries the requests) and
 // streams the messages over all of them, one message per connection in turn, non-blocking;
 // the server receives them all with epoll: what N connected QPs cost uwarp, set against what N
@@ -29,6 +31,7 @@
 
 #include "protocol.h"
 #include "runner.h"
+#include "tcp_placer.h"
 
 namespace uwarp::perf {
 namespace {
@@ -40,6 +43,7 @@ struct TcpRequest {
   std::uint32_t stream_iters;  // per connection
   std::uint32_t pingpong_iters;
   std::uint32_t connections;  // 1, or the group's size (the stream goes over all of them)
+  std::uint32_t placer;       // Placer: who receives the ping-pong's messages
 };
 
 // Bounds every wait of the group mode: a peer silent this long has failed.
@@ -49,6 +53,7 @@ bool send_all(int fd, const void* data, std::size_t n) {
   const auto* p = static_cast<const std::uint8_t*>(data);
   while (n > 0) {
     const ssize_t k = ::send(fd, p, n, MSG_NOSIGNAL);
+    if (k < 0 && errno == EINTR) continue;
     if (k <= 0) return false;
     p += k;
     n -= static_cast<std::size_t>(k);
@@ -217,6 +222,16 @@ bool serve_request(int listener, std::vector<int>& group, const TcpRequest& req)
     for (std::uint32_t i = 0; i < req.stream_iters; ++i)
       if (!recv_all(fd, buf.data(), req.size)) return false;
   }
+  const auto placer = static_cast<Placer>(req.placer);
+  if (placer != Placer::kNone && req.pingpong_iters > 0) {
+    // Set up before the answer, so that the client's first message finds it.
+    TcpPlacer placed(placer, fd, buf.data(), req.size, req.pingpong_iters);
+    const std::uint8_t done = 1;
+    if (!placed.ok() || !send_all(fd, &done, 1)) return false;
+    for (std::uint32_t i = 0; i < req.pingpong_iters; ++i)
+      if (!placed.wait_placed(i + 1, kGroupTimeoutMs) || !send_all(fd, buf.data(), req.size)) return false;
+    return true;
+  }
   const std::uint8_t done = 1;
   if (!send_all(fd, &done, 1)) return false;
   for (std::uint32_t i = 0; i < req.pingpong_iters; ++i)
@@ -230,8 +245,10 @@ void serve_connection(int listener, int fd) {
   std::vector<int> group{fd};
   TcpRequest req;
   while (recv_all(fd, &req, sizeof req)) {
-    req = {ntohl(req.size), ntohl(req.stream_iters), ntohl(req.pingpong_iters), ntohl(req.connections)};
+    req = {ntohl(req.size), ntohl(req.stream_iters), ntohl(req.pingpong_iters), ntohl(req.connections),
+           ntohl(req.placer)};
     if (req.size == 0 || req.size > (64u << 20) || req.connections == 0 || req.connections > 1024 ||
+        req.placer > static_cast<std::uint32_t>(Placer::kSignal) ||
         !serve_request(listener, group, req)) {
       break;
     }
@@ -275,7 +292,8 @@ bool measure(const std::vector<int>& fds, const Options& o, std::uint32_t size, 
   // The stream of `iters` messages (on each connection), then the server's answer.
   auto stream = [&](std::uint64_t iters, std::uint32_t then_pingpongs) {
     const TcpRequest req{htonl(size), htonl(static_cast<std::uint32_t>(iters)), htonl(then_pingpongs),
-                         htonl(static_cast<std::uint32_t>(fds.size()))};
+                         htonl(static_cast<std::uint32_t>(fds.size())),
+                         htonl(static_cast<std::uint32_t>(then_pingpongs > 0 ? o.placer : Placer::kNone))};
     bool ok = send_all(fd, &req, sizeof req);
     if (group) {
       ok = ok && stream_group(fds, src.data(), size, iters);
@@ -302,10 +320,20 @@ bool measure(const std::vector<int>& fds, const Options& o, std::uint32_t size, 
 
   std::vector<double> us;
   us.reserve(pingpongs);
-  for (std::uint32_t i = 0; i < pingpongs && ok; ++i) {
-    const auto s = Clock::now();
-    ok = send_all(fd, src.data(), size) && recv_all_polling(fd, dst.data(), size);
-    us.push_back(std::chrono::duration<double, std::micro>(Clock::now() - s).count() / 2);
+  if (o.placer != Placer::kNone) {
+    TcpPlacer placed(o.placer, fd, dst.data(), size, pingpongs);
+    ok = placed.ok();
+    for (std::uint32_t i = 0; i < pingpongs && ok; ++i) {
+      const auto s = Clock::now();
+      ok = send_all(fd, src.data(), size) && placed.wait_placed(i + 1, kGroupTimeoutMs);
+      us.push_back(std::chrono::duration<double, std::micro>(Clock::now() - s).count() / 2);
+    }
+  } else {
+    for (std::uint32_t i = 0; i < pingpongs && ok; ++i) {
+      const auto s = Clock::now();
+      ok = send_all(fd, src.data(), size) && recv_all_polling(fd, dst.data(), size);
+      us.push_back(std::chrono::duration<double, std::micro>(Clock::now() - s).count() / 2);
+    }
   }
   r.lat_iters = pingpongs;
   r.lat_mean_us = mean(us);
