@@ -26,6 +26,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <optional>
 #include <thread>
 #include <vector>
 
@@ -222,21 +223,20 @@ bool serve_request(int listener, std::vector<int>& group, const TcpRequest& req)
     for (std::uint32_t i = 0; i < req.stream_iters; ++i)
       if (!recv_all(fd, buf.data(), req.size)) return false;
   }
+  // A placer is set up before the answer, so that the client's first message finds it.
+  std::optional<TcpPlacer> placed;
   const auto placer = static_cast<Placer>(req.placer);
   if (placer != Placer::kNone && req.pingpong_iters > 0) {
-    // Set up before the answer, so that the client's first message finds it.
-    TcpPlacer placed(placer, fd, buf.data(), req.size, req.pingpong_iters);
-    const std::uint8_t done = 1;
-    if (!placed.ok() || !send_all(fd, &done, 1)) return false;
-    for (std::uint32_t i = 0; i < req.pingpong_iters; ++i)
-      if (!placed.wait_placed(i + 1, kGroupTimeoutMs) || !send_all(fd, buf.data(), req.size)) return false;
-    return true;
+    placed.emplace(placer, fd, buf.data(), req.size, req.pingpong_iters);
+    if (!placed->ok()) return false;
   }
   const std::uint8_t done = 1;
   if (!send_all(fd, &done, 1)) return false;
-  for (std::uint32_t i = 0; i < req.pingpong_iters; ++i)
-    if (!recv_all_polling(fd, buf.data(), req.size) || !send_all(fd, buf.data(), req.size))
-      return false;
+  for (std::uint32_t i = 0; i < req.pingpong_iters; ++i) {
+    const bool received = placed ? placed->wait_placed(i + 1, kGroupTimeoutMs)
+                                 : recv_all_polling(fd, buf.data(), req.size);
+    if (!received || !send_all(fd, buf.data(), req.size)) return false;
+  }
   return true;
 }
 
@@ -320,20 +320,16 @@ bool measure(const std::vector<int>& fds, const Options& o, std::uint32_t size, 
 
   std::vector<double> us;
   us.reserve(pingpongs);
+  std::optional<TcpPlacer> placed;
   if (o.placer != Placer::kNone) {
-    TcpPlacer placed(o.placer, fd, dst.data(), size, pingpongs);
-    ok = placed.ok();
-    for (std::uint32_t i = 0; i < pingpongs && ok; ++i) {
-      const auto s = Clock::now();
-      ok = send_all(fd, src.data(), size) && placed.wait_placed(i + 1, kGroupTimeoutMs);
-      us.push_back(std::chrono::duration<double, std::micro>(Clock::now() - s).count() / 2);
-    }
-  } else {
-    for (std::uint32_t i = 0; i < pingpongs && ok; ++i) {
-      const auto s = Clock::now();
-      ok = send_all(fd, src.data(), size) && recv_all_polling(fd, dst.data(), size);
-      us.push_back(std::chrono::duration<double, std::micro>(Clock::now() - s).count() / 2);
-    }
+    placed.emplace(o.placer, fd, dst.data(), size, pingpongs);
+    ok = placed->ok();
+  }
+  for (std::uint32_t i = 0; i < pingpongs && ok; ++i) {
+    const auto s = Clock::now();
+    ok = send_all(fd, src.data(), size) &&
+         (placed ? placed->wait_placed(i + 1, kGroupTimeoutMs) : recv_all_polling(fd, dst.data(), size));
+    us.push_back(std::chrono::duration<double, std::micro>(Clock::now() - s).count() / 2);
   }
   r.lat_iters = pingpongs;
   r.lat_mean_us = mean(us);
