@@ -248,16 +248,19 @@ guest_wait() {
 
 # --- captures ---------------------------------------------------------------------------------
 
-# guest_script NAME "COMMAND": $share/NAME.sh runs COMMAND in the guest (cwd /share) while the
-# traffic on $port is captured on eth0 into NAME.pcap; the exit status is COMMAND's. The helper
+# guest_script NAME "COMMAND" LIMIT: $share/NAME.sh runs COMMAND in the guest (cwd /share) while
+# the traffic on $port is captured on eth0 into NAME.pcap; the exit status is COMMAND's. The cell
+# runner ends the script after LIMIT seconds (guest_queue); COMMAND itself is ended 15 s before
+# (status 124), so that a siw side that hangs still stops and keeps its capture. The helper
 # hands extra words to tcpdump: -B 65536 (64 MiB buffer; with the helper's 8 MiB, siw's 64 KiB
 # bursts under TCG overran it: 77-261 packets dropped in the perftest bandwidth cells; with 64
 # MiB, verbs_peer's 16 MiB Send, Write and Read, 57 MB of capture, lost none).
 guest_script() {
+  printf '%s\n' "$2" >"$share/$1.cmd"
   cat >"$share/$1.sh" <<EOF
 ulimit -l unlimited
 capture start /share/$1.pcap eth0 -B 65536 tcp port $port || exit 97
-$2
+timeout -k 5 $(($3 - 15)) sh /share/$1.cmd
 rc=\$?
 capture stop /share/$1.pcap
 [ \$rc -eq 0 ] || dmesg | grep -E 'siw|iw_cm' | tail -5 | sed 's/^\[[^]]*\] /kernel: /'
@@ -567,7 +570,7 @@ active() {
     case $? in 1) continue ;; 2) return ;; esac
     port=$((next_active += 1))
     cap="c$port"
-    guest_script "$cap" "${3//PORT/$port}"
+    guest_script "$cap" "${3//PORT/$port}" 120
     guest_queue "$cap.sh" 120 "$port"
     if ! guest_ready 150; then
       host_rc=1 guest_rc=1
@@ -607,7 +610,7 @@ passive() {
     case $? in 1) continue ;; 2) return ;; esac
     port=$((next_passive += 1))
     cap="c$port"
-    guest_script "$cap" "${4//PORT/$port}"
+    guest_script "$cap" "${4//PORT/$port}" 150
     timeout 200 bash -c "${3//PORT/$port}" >"$work/host.log" 2>&1 &
     local server=$!
     # The guest's client starts at once in a running guest: first let the server listen (up to
@@ -667,7 +670,7 @@ if want rping; then
   # the wire, uwarp's first Send received (rping -s only posts its Read after it), siw's failure.
   problems=(); : >"$work/attempts.log"
   if guest_for default active && port=$((next_active += 1)) cap="c$port" &&
-     guest_script "$cap" "rping -s -a \$GUEST_IP -p $port -v -C 1" &&
+     guest_script "$cap" "rping -s -a \$GUEST_IP -p $port -v -C 1" 60 &&
      guest_queue "$cap.sh" 60 "$port" && guest_ready 90; then
     timeout 60 "$client" --port "$port" --count 1 --mpa1 --timeout-ms 8000 >"$work/host.log" 2>&1
     host_rc=$?
