@@ -30,15 +30,6 @@ constexpr int kReceiveTimeoutMs = 20000;
 
 }  // namespace
 
-const char* to_string(Placer p) {
-  switch (p) {
-    case Placer::kNone: return "none";
-    case Placer::kThread: return "thread";
-    case Placer::kSignal: return "signal";
-  }
-  return "?";
-}
-
 TcpPlacer::TcpPlacer(Placer kind, int fd, std::uint8_t* dst, std::uint32_t size, std::uint32_t count)
     : kind_(kind), fd_(fd), dst_(dst), size_(size), count_(count) {
   if (kind_ == Placer::kThread) {

@@ -22,7 +22,6 @@
 namespace uwarp::perf {
 
 enum class Placer : std::uint8_t { kNone, kThread, kSignal };
-const char* to_string(Placer p);
 
 // One connection's placer for `count` messages of `size` bytes into `dst`. Construct it on the
 // application thread (kSignal signals the constructing thread). Owner: that thread; the
