@@ -8,14 +8,13 @@
 //   F_SETOWN_EX to that thread, F_SETSIG), and the handler receives and places them (no
 //   second thread; the application's own system calls may then be interrupted, which is why
 //   uwarp does not do it: the figure is for comparison only).
-// Message i (from 1) is placed when placed() reaches i.
+// Messages are counted from 1: wait_placed(i) returns once message i is in place.
 #pragma once
 
 #include <sys/types.h>
 
-#include <csignal>
-
 #include <atomic>
+#include <csignal>
 #include <cstdint>
 #include <thread>
 
