@@ -215,6 +215,10 @@ StreamReceiver::Outcome Stream::received_locked(StreamReceiver::Outcome out) {
 }
 
 void Stream::receive_ended_locked(long status) {
+  // A send made without the QP lock may have taken the socket's error (the peer's reset, which
+  // then leaves the receive only the end of the stream): its result decides whether this end
+  // was orderly, so it is settled first.
+  tx_.settle_send(*qp_);
   const RxStopped stopped = rdmap_->terminated()          ? RxStopped::kByTerminate
                             : !qp_->receiving_locked() ? RxStopped::kByQp
                                                        : RxStopped::kNo;
