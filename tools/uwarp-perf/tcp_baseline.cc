@@ -32,6 +32,7 @@
 
 #include "protocol.h"
 #include "runner.h"
+#include "tcp_io.h"
 #include "tcp_placer.h"
 
 namespace uwarp::perf {
@@ -49,29 +50,6 @@ struct TcpRequest {
 
 // Bounds every wait of the group mode: a peer silent this long has failed.
 constexpr int kGroupTimeoutMs = 20000;
-
-bool send_all(int fd, const void* data, std::size_t n) {
-  const auto* p = static_cast<const std::uint8_t*>(data);
-  while (n > 0) {
-    const ssize_t k = ::send(fd, p, n, MSG_NOSIGNAL);
-    if (k < 0 && errno == EINTR) continue;
-    if (k <= 0) return false;
-    p += k;
-    n -= static_cast<std::size_t>(k);
-  }
-  return true;
-}
-
-bool recv_all(int fd, void* data, std::size_t n) {
-  auto* p = static_cast<std::uint8_t*>(data);
-  while (n > 0) {
-    const ssize_t k = ::recv(fd, p, n, 0);
-    if (k <= 0) return false;
-    p += k;
-    n -= static_cast<std::size_t>(k);
-  }
-  return true;
-}
 
 // For the ping-pong: spins on a non-blocking receive, yielding the core between tries, as
 // uwarp-perf's uwarp side polls its CQ; a blocking receive would add a wake-up per message.

@@ -10,6 +10,8 @@
 #include <chrono>
 #include <mutex>
 
+#include "tcp_io.h"
+
 namespace uwarp::perf {
 namespace {
 
@@ -17,6 +19,7 @@ namespace {
 // signal's si_fd. The handler is installed once and stays (this is a measuring tool).
 constexpr int kMaxSignalledFd = 4096;
 std::array<std::atomic<TcpPlacer*>, kMaxSignalledFd> g_signalled{};
+bool signallable(int fd) { return fd >= 0 && fd < kMaxSignalledFd; }
 std::once_flag g_handler_installed;
 bool g_handler_ok = false;
 
@@ -38,7 +41,7 @@ TcpPlacer::TcpPlacer(Placer kind, int fd, std::uint8_t* dst, std::uint32_t size,
     ok_ = true;
     return;
   }
-  if (kind_ != Placer::kSignal || fd_ < 0 || fd_ >= kMaxSignalledFd) return;
+  if (kind_ != Placer::kSignal || !signallable(fd_)) return;
   std::call_once(g_handler_installed, [] {
     struct sigaction action {};
     action.sa_sigaction = &TcpPlacer::on_signal;
@@ -63,7 +66,7 @@ TcpPlacer::TcpPlacer(Placer kind, int fd, std::uint8_t* dst, std::uint32_t size,
 TcpPlacer::~TcpPlacer() {
   if (thread_.joinable()) thread_.join();
   if (kind_ == Placer::kThread) set_receive_timeout(fd_, 0);
-  if (kind_ != Placer::kSignal || fd_ < 0 || fd_ >= kMaxSignalledFd) return;
+  if (kind_ != Placer::kSignal || !signallable(fd_)) return;
   const int flags = ::fcntl(fd_, F_GETFL);
   if (flags >= 0) ::fcntl(fd_, F_SETFL, flags & ~O_ASYNC);
   g_signalled[fd_].store(nullptr, std::memory_order_release);
@@ -71,14 +74,9 @@ TcpPlacer::~TcpPlacer() {
 
 void TcpPlacer::receive_loop() {
   for (std::uint32_t i = 0; i < count_; ++i) {
-    for (at_ = 0; at_ < size_;) {
-      const ssize_t k = ::recv(fd_, dst_ + at_, size_ - at_, 0);
-      if (k < 0 && errno == EINTR) continue;
-      if (k <= 0) {
-        failed_.store(true, std::memory_order_release);
-        return;
-      }
-      at_ += static_cast<std::uint32_t>(k);
+    if (!recv_all(fd_, dst_, size_)) {
+      failed_.store(true, std::memory_order_release);
+      return;
     }
     placed_.store(i + 1, std::memory_order_release);
   }
@@ -87,7 +85,7 @@ void TcpPlacer::receive_loop() {
 void TcpPlacer::on_signal(int, siginfo_t* info, void*) {
   const int saved = errno;
   const int fd = info->si_fd;
-  TcpPlacer* p = fd >= 0 && fd < kMaxSignalledFd ? g_signalled[fd].load(std::memory_order_acquire) : nullptr;
+  TcpPlacer* p = signallable(fd) ? g_signalled[fd].load(std::memory_order_acquire) : nullptr;
   if (p != nullptr) {
     if (!p->take_available()) p->failed_.store(true, std::memory_order_release);
   }

@@ -24,7 +24,7 @@ enum class Placer : std::uint8_t { kNone, kThread, kSignal };
 
 // One connection's placer for `count` messages of `size` bytes into `dst`. Construct it on the
 // application thread (kSignal signals the constructing thread). Owner: that thread; the
-// receiving side (thread or handler) writes dst, at_ and placed_ only.
+// receiving side (thread or handler) writes dst, at_, placed_ and failed_ only.
 class TcpPlacer {
  public:
   TcpPlacer(Placer kind, int fd, std::uint8_t* dst, std::uint32_t size, std::uint32_t count);
@@ -47,7 +47,7 @@ class TcpPlacer {
   std::uint8_t* const dst_;
   const std::uint32_t size_;
   const std::uint32_t count_;
-  std::uint32_t at_ = 0;  // bytes of the current message received (by the receiving side)
+  std::uint32_t at_ = 0;  // kSignal: bytes of the current message received (by the handler)
   std::atomic<std::uint32_t> placed_{0};
   std::atomic<bool> failed_{false};
   bool ok_ = false;
