@@ -7,16 +7,27 @@
 
 namespace uwarp::proto {
 
+bool TxBatch::small_fpdu_size(std::size_t max_ulpdu) {
+  return wire::kMpaLengthFieldSize + max_ulpdu + wire::fpdu_pad_length(max_ulpdu) +
+             wire::kMpaCrcSize <=
+         WireImagePool::kMaxFpduBytes;
+}
+
 void TxBatch::add_fpdu(const wire::DdpHeader& header, std::span<const iovec> payload,
-                       std::size_t payload_length, Framing framing, const void* region) {
+                       std::size_t payload_length, Framing framing, const void* region,
+                       bool small_fpdus) {
   const std::size_t first_iov = iov_count_;
-  add_fpdu_iovecs(header, payload, payload_length, framing);
+  add_fpdu_iovecs(header, payload, payload_length, framing, small_fpdus);
   std::fill(iov_region_.begin() + static_cast<std::ptrdiff_t>(first_iov),
             iov_region_.begin() + static_cast<std::ptrdiff_t>(iov_count_), region);
 }
 
 void TxBatch::add_fpdu_iovecs(const wire::DdpHeader& header, std::span<const iovec> payload,
-                              std::size_t payload_length, Framing framing) {
+                              std::size_t payload_length, Framing framing, bool small_fpdus) {
+  if (small_fpdus && !framing.markers &&
+      add_fpdu_to_image(header, payload, payload_length, framing.crc)) {
+    return;
+  }
   const std::size_t ulpdu = header.size() + payload_length;
   auto& h = headers_[fpdus_];
   auto& t = trailers_[fpdus_];
@@ -49,6 +60,53 @@ void TxBatch::add_fpdu_iovecs(const wire::DdpHeader& header, std::span<const iov
   iov_[iov_count_++] = iovec{t.data(), pad + wire::kMpaCrcSize};
   queued_bytes_ += hdr_len + payload_length + pad + wire::kMpaCrcSize;
   fpdu_end_[fpdus_ - 1] = queued_bytes_;
+}
+
+bool TxBatch::add_fpdu_to_image(const wire::DdpHeader& header, std::span<const iovec> payload,
+                                std::size_t payload_length, bool with_crc) {
+  const std::size_t ulpdu = header.size() + payload_length;
+  const std::size_t pad = wire::fpdu_pad_length(ulpdu);
+  const std::size_t length = wire::kMpaLengthFieldSize + ulpdu + pad + wire::kMpaCrcSize;
+  if (length > WireImagePool::kMaxFpduBytes || images_ == nullptr) return false;
+  if (image_ == nullptr && (image_ = images_->acquire()) == nullptr) return false;
+  if (image_used_ + length > WireImagePool::kImageBytes) return false;
+  std::uint8_t* const fpdu = image_ + image_used_;
+  store_be16(fpdu, static_cast<std::uint16_t>(ulpdu));
+  std::uint8_t* at = fpdu + wire::kMpaLengthFieldSize;
+  wire::encode_ddp_header(header, ByteSpan(at, header.size()));
+  at += header.size();
+  for (const iovec& p : payload) {
+    if (p.iov_len > 0) std::memcpy(at, p.iov_base, p.iov_len);
+    at += p.iov_len;
+  }
+  std::memset(at, 0, pad);
+  at += pad;
+  std::uint32_t crc = 0;
+  if (with_crc) {
+    wire::Crc32c c;
+    c.update(ConstByteSpan(fpdu, static_cast<std::size_t>(at - fpdu)));
+    crc = c.value();
+  }
+  wire::store_crc_trailer(at, crc);
+  ++fpdus_;
+  image_used_ += length;
+  // Follows the last iovec if that one ends where this FPDU begins (the image's previous FPDU).
+  iovec* last = iov_count_ > sent_iov_ ? &iov_[iov_count_ - 1] : nullptr;
+  if (last != nullptr && static_cast<std::uint8_t*>(last->iov_base) + last->iov_len == fpdu) {
+    last->iov_len += length;
+  } else {
+    iov_[iov_count_++] = iovec{fpdu, length};
+  }
+  queued_bytes_ += length;
+  fpdu_end_[fpdus_ - 1] = queued_bytes_;
+  return true;
+}
+
+void TxBatch::give_back_image() {
+  if (image_ == nullptr) return;
+  images_->release(image_);
+  image_ = nullptr;
+  image_used_ = 0;
 }
 
 void TxBatch::add_fpdu_with_markers(const iovec& header, std::span<const iovec> payload,
@@ -161,6 +219,7 @@ void TxBatch::clear() {
   queued_bytes_ = sent_bytes_ = 0;
   fpdus_ = 0;
   marks_ = marks_popped_ = 0;
+  give_back_image();
 }
 
 bool TxBatch::owns(const void* p) const {
@@ -169,7 +228,10 @@ bool TxBatch::owns(const void* p) const {
     const auto* at = static_cast<const std::uint8_t*>(p);
     return at >= begin && at < begin + sizeof(storage[0]) * storage.size();
   };
-  return in(headers_) || in(trailers_) || in(markers_) || in(tail_);
+  const auto* at = static_cast<const std::uint8_t*>(p);
+  const bool in_image =
+      image_ != nullptr && at >= image_ && at < image_ + WireImagePool::kImageBytes;
+  return in_image || in(headers_) || in(trailers_) || in(markers_) || in(tail_);
 }
 
 bool TxBatch::reads_from(const RevokedRegion& revoked) const {
@@ -209,6 +271,7 @@ bool MessageSegmenter::fill(TxBatch& batch, std::size_t max_ulpdu, Framing frami
   // call: about a twentieth of a small message's instructions.
   std::array<iovec, TxBatch::kMaxIov> pieces;
   const std::size_t overhead = TxBatch::fpdu_iov_overhead(framing);
+  const bool small_fpdus = TxBatch::small_fpdu_size(max_ulpdu);
   while (active_) {
     // Gather this segment's pieces without exceeding the batch's iovec room.
     const std::size_t want = std::min(per_fpdu, msg_.length - offset_);
@@ -243,7 +306,8 @@ bool MessageSegmenter::fill(TxBatch& batch, std::size_t max_ulpdu, Framing frami
       h.message_offset = static_cast<std::uint32_t>(offset_);
     }
     h.last = offset_ + got == msg_.length;
-    batch.add_fpdu(h, std::span<const iovec>(pieces.data(), n), got, framing, msg_.region);
+    batch.add_fpdu(h, std::span<const iovec>(pieces.data(), n), got, framing, msg_.region,
+                   small_fpdus);
     offset_ += got;
     piece_ = piece;
     piece_offset_ = piece_off;

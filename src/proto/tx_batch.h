@@ -2,8 +2,12 @@
 // (RFC 5044 section 4: length, ULPDU, pad, CRC trailer; RFC 5041 section 4 headers; segmentation
 // rules of RFC 5041 section 5.1: each segment fits in one FPDU, the L bit marks the last one).
 //
-// Payload bytes are never copied: iovecs point at registered memory, which the work request
-// keeps valid until its completion. Only headers, markers and trailers live in the batch. With
+// Payload bytes are not copied: iovecs point at registered memory, which the work request keeps
+// valid until its completion; only headers, markers and trailers live in the batch. Except on a
+// connection whose FPDUs are small (its FPDU size at most WireImagePool::kMaxFpduBytes, as an
+// MSS of 1448 makes it) and carry no markers: there each FPDU is copied whole, payload included,
+// into the batch's wire image when it is added, consecutive ones into one iovec
+// (proto/wire_image.h); a batch that gets no image frames them with iovecs. With
 // markers (RFC 5044 section 5, wire/mpa_marker.h) the batch places one wherever the stream
 // reaches a multiple of 512 bytes, splitting the FPDU's pieces there; it keeps the stream's
 // place between markers across batches (it is the stream's one batch).
@@ -20,6 +24,7 @@
 
 #include "base/bytes.h"
 #include "proto/revoked_region.h"
+#include "proto/wire_image.h"
 #include "wire/ddp.h"
 #include "wire/fpdu.h"
 #include "wire/mpa_marker.h"
@@ -37,6 +42,13 @@ class TxBatch {
   static constexpr std::size_t kMaxIov = 128;
   static constexpr std::size_t kMaxFpdus = 48;
   static constexpr std::size_t kMaxMarks = kMaxFpdus;
+  static_assert(kMaxFpdus * WireImagePool::kMaxFpduBytes <= WireImagePool::kImageBytes);
+
+  // `images`: where small FPDUs' wire images come from; null: none (every FPDU as iovecs).
+  explicit TxBatch(WireImagePool* images = &WireImagePool::process()) : images_(images) {}
+  TxBatch(const TxBatch&) = delete;
+  TxBatch& operator=(const TxBatch&) = delete;
+  ~TxBatch() { give_back_image(); }
 
   // The iovecs still to send.
   std::span<const iovec> pending() const {
@@ -63,19 +75,23 @@ class TxBatch {
   static constexpr std::size_t fpdu_iov_overhead(Framing f) {
     return f.markers ? kMarkedFpduIovOverhead : 2;
   }
-  // `p` is in the batch's own storage (a header, trailer, marker or the copied rest of an FPDU),
-  // not in memory the payload came from.
+  // `p` is in the batch's own storage (a header, trailer, marker, wire image or the copied rest of
+  // an FPDU), not in memory the payload came from.
   bool owns(const void* p) const;
   // Some pending payload byte is read from the revoked region: bytes in its memory, queued from
-  // that region or from one not known (add_fpdu's `region`).
+  // that region or from one not known (add_fpdu's `region`). Bytes in the wire image were copied
+  // when their FPDU was added, while the region was valid: they read nothing any more.
   bool reads_from(const RevokedRegion& revoked) const;
 
   // Appends one FPDU: `header` (the DDP header), then `payload` pieces, pad and the CRC trailer
   // (computed when framing.crc), with markers where they fall when framing.markers. The caller
   // checked can_add_fpdu(payload.size(), framing). `region`: what the payload was resolved
-  // through (MessageSegmenter::Message::region), null if not known.
+  // through (MessageSegmenter::Message::region), null if not known. `small_fpdus`: the
+  // connection's FPDU size allows the wire image (small_fpdu_size).
   void add_fpdu(const wire::DdpHeader& header, std::span<const iovec> payload,
-                std::size_t payload_length, Framing framing, const void* region = nullptr);
+                std::size_t payload_length, Framing framing, const void* region, bool small_fpdus);
+  // FPDUs of at most `max_ulpdu` bytes of ULPDU go into the wire image.
+  static bool small_fpdu_size(std::size_t max_ulpdu);
   // Records that the message `cookie` ends with the last FPDU added.
   void mark_message_end(std::uint64_t cookie);
 
@@ -94,10 +110,15 @@ class TxBatch {
   static constexpr std::size_t kMarkedFpduIovOverhead = 2 + 1 + 2 * kMaxMarkersPerFpdu;
 
   void reset_if_drained();
+  // Copies the FPDU into the wire image (taking one if the batch has none) as add_fpdu_iovecs
+  // would frame it without markers; false if it is too large or no image is to be had.
+  bool add_fpdu_to_image(const wire::DdpHeader& header, std::span<const iovec> payload,
+                         std::size_t payload_length, bool with_crc);
+  void give_back_image();
   // add_fpdu with markers: header, payload and pad in order, a marker before every byte that
   // falls on a marker's place, one before the CRC if the pad ends there.
   void add_fpdu_iovecs(const wire::DdpHeader& header, std::span<const iovec> payload,
-                       std::size_t payload_length, Framing framing);
+                       std::size_t payload_length, Framing framing, bool small_fpdus);
   void add_fpdu_with_markers(const iovec& header, std::span<const iovec> payload, std::size_t pad,
                              bool with_crc);
   // The stream's place between markers at `offset` bytes into the batch.
@@ -119,6 +140,9 @@ class TxBatch {
   std::array<std::array<std::uint8_t, 8>, kMaxFpdus> trailers_{};
   std::array<std::size_t, kMaxFpdus> fpdu_end_{};  // queued_bytes_ at the end of each FPDU
   std::size_t fpdus_ = 0;
+  WireImagePool* const images_;
+  std::uint8_t* image_ = nullptr;  // images_'s, held from the first small FPDU until clear()
+  std::size_t image_used_ = 0;
   std::vector<std::uint8_t> tail_;  // the copied rest of a partly sent FPDU (abandon)
   // Markers: the stream's place between markers where the batch's first byte goes (kept across
   // clear(), which starts the next batch where the sent bytes ended), and the markers' bytes.

@@ -1,5 +1,6 @@
 // proto::TxBatch and MessageSegmenter: FPDU segmentation at the siw FPDU size, L bit, TO/MO,
-// gather lists, batch limits, partial sends with pop_sent() cookies, pad and CRC trailers.
+// gather lists, batch limits, partial sends with pop_sent() cookies, pad and CRC trailers, small
+// FPDUs in the wire image.
 #include "proto/tx_batch.h"
 
 #include <gtest/gtest.h>
@@ -41,9 +42,11 @@ void drain(TxBatch& batch, Drained& out) {
   EXPECT_TRUE(batch.empty());
 }
 
-// Segments `m` completely, draining the batch whenever it fills; bounded.
-Drained send_message(const MessageSegmenter::Message& m, std::size_t max_ulpdu, bool crc) {
-  TxBatch batch;
+// Segments `m` completely, draining the batch whenever it fills; bounded. `images`: the batch's
+// wire images (null: none).
+Drained send_message(const MessageSegmenter::Message& m, std::size_t max_ulpdu, bool crc,
+                     WireImagePool* images = &WireImagePool::process()) {
+  TxBatch batch(images);
   MessageSegmenter seg;
   seg.start(m);
   Drained out;
@@ -254,10 +257,10 @@ TEST(proto_tx_batch, MessageLongerThanOneBatchContinuesInTheNext) {
   m.length = data.size();
   m.cookie = 9;
   const std::size_t max_ulpdu = wire::kTaggedHeaderSize + 100;  // 100 payload bytes per FPDU
-  TxBatch batch;
+  TxBatch batch(/*images=*/nullptr);
   MessageSegmenter seg;
   seg.start(m);
-  // Each FPDU takes three iovecs (header, payload, trailer): 42 fit in 128.
+  // Each FPDU takes three iovecs (header, payload, trailer; no wire image): 42 fit in 128.
   EXPECT_FALSE(seg.fill(batch, max_ulpdu, Framing{}));
   EXPECT_TRUE(seg.active());
   Drained d;
@@ -387,12 +390,13 @@ TEST(proto_tx_batch, RandomPartialSendsReportCookiesExactlyAtMessageEnds) {
 TEST(proto_tx_batch, FullIovecRoomNeverProducesAnEmptyMiddleSegment) {
   // 42 one-byte messages use 126 of the 128 iovecs (header, payload, trailer each). A Read
   // Request (one 28-byte piece) does not fit: it must wait for the next batch, whole, rather
-  // than go out as an empty non-last segment, which the peer would refuse (DDP/2/0x05).
+  // than go out as an empty non-last segment, which the peer would refuse (DDP/2/0x05). (No wire
+  // image: it would hold these FPDUs in one iovec.)
   const Bytes one = {0x5A};
   const ConstByteSpan g1[] = {one};
   const Bytes body = pattern(28, 7);
   const ConstByteSpan g2[] = {body};
-  TxBatch batch;
+  TxBatch batch(/*images=*/nullptr);
   MessageSegmenter seg;
   for (std::uint32_t i = 0; i < 42; ++i) {
     MessageSegmenter::Message m;
@@ -469,6 +473,135 @@ TEST(proto_tx_batch, ClearForgetsEverything) {
   Drained d;
   drain(batch, d);
   EXPECT_EQ(d.cookies, (std::vector<std::uint64_t>{11, 22, 33}));
+}
+
+// Small FPDUs copied into the wire image are the same bytes as the same FPDUs framed as iovecs:
+// payload sizes around the pad's four cases and the batch's limits, gather lists cut anywhere,
+// CRC off and on, FPDUs small enough for the image (MSS 1448) and too large for it.
+TEST(proto_tx_batch, WireImageIsTheSameBytesAsIovecs) {
+  const Bytes data = pattern(70000, 9);
+  for (const std::size_t max_ulpdu : {kMaxUlpdu, wire::kTaggedHeaderSize + 37, std::size_t{4096}}) {
+    for (const std::size_t length :
+         {std::size_t{0}, std::size_t{1}, std::size_t{3}, std::size_t{1427}, std::size_t{1428},
+          std::size_t{1430}, std::size_t{65536}, std::size_t{69999}}) {
+      for (const bool crc : {false, true}) {
+        // Pieces of 1, 700 and the rest.
+        std::vector<ConstByteSpan> gather;
+        const ConstByteSpan all(data.data(), length);
+        std::size_t at = 0;
+        for (const std::size_t piece : {std::size_t{1}, std::size_t{700}, length}) {
+          const std::size_t n = std::min(piece, length - at);
+          if (n > 0) gather.push_back(all.subspan(at, n));
+          at += n;
+        }
+        MessageSegmenter::Message m;
+        m.header = tagged_header(RdmapOpcode::kRdmaWrite, 7, 4096);
+        m.gather = gather;
+        m.length = length;
+        m.cookie = 5;
+        WireImagePool pool(1);
+        const Drained imaged = send_message(m, max_ulpdu, crc, &pool);
+        const Drained framed = send_message(m, max_ulpdu, crc, nullptr);
+        EXPECT_EQ(imaged.bytes, framed.bytes)
+            << "ulpdu " << max_ulpdu << ", length " << length << ", crc " << crc;
+        EXPECT_EQ(imaged.cookies, framed.cookies);
+        EXPECT_EQ(pool.lent(), 0u) << "the drained batch kept its image";
+      }
+    }
+  }
+}
+
+// A 64 KiB Write at MSS 1448 (46 FPDUs) is one batch with one iovec; the image goes back to the
+// pool when the batch drains, and comes from it again for the next one.
+TEST(proto_tx_batch, SmallFpdusOfABatchAreOnePiece) {
+  const Bytes data = pattern(65536, 3);
+  const ConstByteSpan gather[] = {data};
+  MessageSegmenter::Message m;
+  m.header = tagged_header(RdmapOpcode::kRdmaWrite, 7, 0);
+  m.gather = gather;
+  m.length = data.size();
+  m.cookie = 1;
+  WireImagePool pool(1);
+  TxBatch batch(&pool);
+  MessageSegmenter seg;
+  for (int round = 0; round < 2; ++round) {
+    seg.start(m);
+    ASSERT_TRUE(seg.fill(batch, kMaxUlpdu, Framing{.crc = true}));
+    EXPECT_EQ(batch.fpdus(), 46u);
+    ASSERT_EQ(batch.pending().size(), 1u);
+    EXPECT_TRUE(batch.owns(batch.pending()[0].iov_base));
+    EXPECT_EQ(pool.lent(), 1u);
+    Drained d;
+    drain(batch, d);
+    EXPECT_EQ(d.cookies, std::vector<std::uint64_t>{1});
+    EXPECT_EQ(parse_all(d.bytes).size(), 46u);
+    EXPECT_EQ(pool.lent(), 0u);
+  }
+}
+
+// On a connection with large FPDUs (loopback's MSS) nothing is copied, not even a message's last
+// small FPDU: every payload byte stays in the application's memory.
+TEST(proto_tx_batch, LargeFpduConnectionsAreNotImaged) {
+  const Bytes data = pattern(65536, 3);
+  const ConstByteSpan gather[] = {data};
+  MessageSegmenter::Message m;
+  m.header = tagged_header(RdmapOpcode::kRdmaWrite, 7, 0);
+  m.gather = gather;
+  m.length = data.size();
+  WireImagePool pool(1);
+  TxBatch batch(&pool);
+  MessageSegmenter seg;
+  seg.start(m);
+  ASSERT_TRUE(seg.fill(batch, 65000, Framing{.crc = true}));
+  EXPECT_EQ(batch.fpdus(), 2u);
+  EXPECT_EQ(batch.pending().size(), 6u);
+  EXPECT_EQ(pool.lent(), 0u);
+}
+
+// With every image lent, a batch frames its small FPDUs as iovecs (three each) and still sends
+// the same bytes.
+TEST(proto_tx_batch, NoImageLeftFramesWithIovecs) {
+  const Bytes data = pattern(5000, 4);
+  const ConstByteSpan gather[] = {data};
+  MessageSegmenter::Message m;
+  m.header = untagged_header(RdmapOpcode::kSend, 0, 1);
+  m.gather = gather;
+  m.length = data.size();
+  WireImagePool pool(1);
+  TxBatch holder(&pool);  // holds the pool's one image
+  MessageSegmenter seg;
+  seg.start(m);
+  ASSERT_TRUE(seg.fill(holder, kMaxUlpdu, Framing{}));
+  ASSERT_EQ(pool.lent(), 1u);
+  TxBatch batch(&pool);
+  seg.start(m);
+  ASSERT_TRUE(seg.fill(batch, kMaxUlpdu, Framing{}));
+  EXPECT_EQ(batch.pending().size(), 3 * batch.fpdus());
+  Drained a;
+  Drained b;
+  drain(holder, a);
+  drain(batch, b);
+  EXPECT_EQ(a.bytes, b.bytes);
+}
+
+// Bytes in the wire image were copied from the application's memory when their FPDU was added:
+// revoking that memory afterwards finds nothing read from it, where iovecs still read it.
+TEST(proto_tx_batch, ImagedBytesReadNothingOnceAdded) {
+  Bytes data = pattern(4000, 8);
+  const ConstByteSpan gather[] = {data};
+  MessageSegmenter::Message m;
+  m.header = tagged_header(RdmapOpcode::kRdmaWrite, 7, 0);
+  m.gather = gather;
+  m.length = data.size();
+  const RevokedRegion revoked{.memory = ConstByteSpan(data), .region = nullptr};
+  WireImagePool pool(1);
+  for (WireImagePool* images : {&pool, static_cast<WireImagePool*>(nullptr)}) {
+    TxBatch batch(images);
+    MessageSegmenter seg;
+    seg.start(m);
+    ASSERT_TRUE(seg.fill(batch, kMaxUlpdu, Framing{}));
+    EXPECT_EQ(batch.reads_from(revoked), images == nullptr);
+  }
 }
 
 }  // namespace
