@@ -15,16 +15,16 @@ bool TxBatch::small_fpdu_size(std::size_t max_ulpdu) {
 
 void TxBatch::add_fpdu(const wire::DdpHeader& header, std::span<const iovec> payload,
                        std::size_t payload_length, Framing framing, const void* region,
-                       bool small_fpdus) {
+                       bool to_image) {
   const std::size_t first_iov = iov_count_;
-  add_fpdu_iovecs(header, payload, payload_length, framing, small_fpdus);
+  add_fpdu_iovecs(header, payload, payload_length, framing, to_image);
   std::fill(iov_region_.begin() + static_cast<std::ptrdiff_t>(first_iov),
             iov_region_.begin() + static_cast<std::ptrdiff_t>(iov_count_), region);
 }
 
 void TxBatch::add_fpdu_iovecs(const wire::DdpHeader& header, std::span<const iovec> payload,
-                              std::size_t payload_length, Framing framing, bool small_fpdus) {
-  if (small_fpdus && !framing.markers &&
+                              std::size_t payload_length, Framing framing, bool to_image) {
+  if (to_image && !framing.markers &&
       add_fpdu_to_image(header, payload, payload_length, framing.crc)) {
     return;
   }
@@ -271,7 +271,8 @@ bool MessageSegmenter::fill(TxBatch& batch, std::size_t max_ulpdu, Framing frami
   // call: about a twentieth of a small message's instructions.
   std::array<iovec, TxBatch::kMaxIov> pieces;
   const std::size_t overhead = TxBatch::fpdu_iov_overhead(framing);
-  const bool small_fpdus = TxBatch::small_fpdu_size(max_ulpdu);
+  const bool to_image =
+      msg_.length <= WireImagePool::kMaxMessageBytes && TxBatch::small_fpdu_size(max_ulpdu);
   while (active_) {
     // Gather this segment's pieces without exceeding the batch's iovec room.
     const std::size_t want = std::min(per_fpdu, msg_.length - offset_);
@@ -307,7 +308,7 @@ bool MessageSegmenter::fill(TxBatch& batch, std::size_t max_ulpdu, Framing frami
     }
     h.last = offset_ + got == msg_.length;
     batch.add_fpdu(h, std::span<const iovec>(pieces.data(), n), got, framing, msg_.region,
-                   small_fpdus);
+                   to_image);
     offset_ += got;
     piece_ = piece;
     piece_offset_ = piece_off;

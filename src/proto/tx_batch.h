@@ -3,11 +3,12 @@
 // rules of RFC 5041 section 5.1: each segment fits in one FPDU, the L bit marks the last one).
 //
 // Payload bytes are not copied: iovecs point at registered memory, which the work request keeps
-// valid until its completion; only headers, markers and trailers live in the batch. Except on a
-// connection whose FPDUs are small (its FPDU size at most WireImagePool::kMaxFpduBytes, as an
-// MSS of 1448 makes it) and carry no markers: there each FPDU is copied whole, payload included,
-// into the batch's wire image when it is added, consecutive ones into one iovec
-// (proto/wire_image.h); a batch that gets no image frames them with iovecs. With
+// valid until its completion; only headers, markers and trailers live in the batch. Except for
+// messages of at most WireImagePool::kMaxMessageBytes on a connection whose FPDUs are small (its
+// FPDU size at most WireImagePool::kMaxFpduBytes, as an MSS of 1448 makes it) and carry no
+// markers: their FPDUs are copied whole, payload included, into the batch's wire image when they
+// are added, consecutive ones into one iovec (proto/wire_image.h); a batch that gets no image
+// frames them with iovecs. With
 // markers (RFC 5044 section 5, wire/mpa_marker.h) the batch places one wherever the stream
 // reaches a multiple of 512 bytes, splitting the FPDU's pieces there; it keeps the stream's
 // place between markers across batches (it is the stream's one batch).
@@ -86,11 +87,12 @@ class TxBatch {
   // Appends one FPDU: `header` (the DDP header), then `payload` pieces, pad and the CRC trailer
   // (computed when framing.crc), with markers where they fall when framing.markers. The caller
   // checked can_add_fpdu(payload.size(), framing). `region`: what the payload was resolved
-  // through (MessageSegmenter::Message::region), null if not known. `small_fpdus`: the
-  // connection's FPDU size allows the wire image (small_fpdu_size).
+  // through (MessageSegmenter::Message::region), null if not known. `to_image`: copy it into
+  // the wire image if the batch has or gets one (the message and the connection's FPDU size
+  // allow it: MessageSegmenter::fill).
   void add_fpdu(const wire::DdpHeader& header, std::span<const iovec> payload,
-                std::size_t payload_length, Framing framing, const void* region, bool small_fpdus);
-  // FPDUs of at most `max_ulpdu` bytes of ULPDU go into the wire image.
+                std::size_t payload_length, Framing framing, const void* region, bool to_image);
+  // A connection whose ULPDUs are at most `max_ulpdu` bytes has FPDUs small enough for the image.
   static bool small_fpdu_size(std::size_t max_ulpdu);
   // Records that the message `cookie` ends with the last FPDU added.
   void mark_message_end(std::uint64_t cookie);
@@ -118,7 +120,7 @@ class TxBatch {
   // add_fpdu with markers: header, payload and pad in order, a marker before every byte that
   // falls on a marker's place, one before the CRC if the pad ends there.
   void add_fpdu_iovecs(const wire::DdpHeader& header, std::span<const iovec> payload,
-                       std::size_t payload_length, Framing framing, bool small_fpdus);
+                       std::size_t payload_length, Framing framing, bool to_image);
   void add_fpdu_with_markers(const iovec& header, std::span<const iovec> payload, std::size_t pad,
                              bool with_crc);
   // The stream's place between markers at `offset` bytes into the batch.

@@ -3,8 +3,10 @@
 namespace uwarp::proto {
 
 WireImagePool& WireImagePool::process() {
-  static WireImagePool pool(kProcessImages);
-  return pool;
+  // Never destroyed: a batch may give its image back from another static object's destructor
+  // at exit (a stream torn down with its context).
+  static WireImagePool* const pool = new WireImagePool(kProcessImages);
+  return *pool;
 }
 
 std::uint8_t* WireImagePool::acquire() {

@@ -1,8 +1,9 @@
 // WireImagePool: buffers in which a TxBatch lays out small FPDUs byte for byte as they go on the
 // wire (length, DDP header, payload, pad, CRC), so that one send hands the kernel one contiguous
-// piece instead of three iovecs per FPDU. Between namespaces (MSS 1448) the kernel's copy of an
-// FPDU's pieces cost the sender far more per byte than a contiguous copy: ib_write_bw -R 64 KiB
-// moved 1.14-2.34x as much with the image (docs/performance.md, "Small FPDUs as one piece").
+// piece instead of three iovecs per FPDU. Between namespaces (MSS 1448) the kernel's copy of
+// 46 pieces of 1,424 bytes between 16- and 4-byte ones took the sending core's time where the
+// copy of one piece did not: ib_write_bw -R 64 KiB was faster with the image in 39 of 56
+// interleaved pairs, by 1.20x per pair (median; docs/performance.md, "Small FPDUs as one piece").
 //
 // A batch takes an image for its first such FPDU and gives it back when it drains, so an idle QP
 // holds none. The pool lends at most `max_images` at once (a batch that finds none frames with
@@ -22,8 +23,12 @@ namespace uwarp::proto {
 class WireImagePool {
  public:
   // A connection whose FPDUs are at most this many bytes (all of one: length field to CRC) copies
-  // them into images (TxBatch::small_fpdu_size).
+  // them into images (TxBatch::small_fpdu_size)...
   static constexpr std::size_t kMaxFpduBytes = 2048;
+  // ... for messages of at most this many bytes. A larger message's source is no longer in the
+  // cache when it is copied, and the copy then cost the sender more than it saved: ib_write_bw
+  // -R 1 MiB between namespaces was slower with images in 18 of 24 interleaved pairs.
+  static constexpr std::size_t kMaxMessageBytes = 64 * 1024;
   // An image holds a whole batch of such FPDUs (TxBatch::kMaxFpdus).
   static constexpr std::size_t kImageBytes = 48 * kMaxFpduBytes;
   // The process's pool: 64 images (6 MiB) lent at most.
@@ -33,6 +38,7 @@ class WireImagePool {
   WireImagePool(const WireImagePool&) = delete;
   WireImagePool& operator=(const WireImagePool&) = delete;
 
+  // The process's pool (never destroyed).
   static WireImagePool& process();
 
   // An image of kImageBytes, or nullptr if max_images are lent already.

@@ -540,14 +540,15 @@ TEST(proto_tx_batch, SmallFpdusOfABatchAreOnePiece) {
 }
 
 // On a connection with large FPDUs (loopback's MSS) nothing is copied, not even a message's last
-// small FPDU: every payload byte stays in the application's memory.
-TEST(proto_tx_batch, LargeFpduConnectionsAreNotImaged) {
-  const Bytes data = pattern(65536, 3);
+// small FPDU; nor are the small FPDUs of a message larger than WireImagePool::kMaxMessageBytes.
+// Their payload bytes stay in the application's memory.
+TEST(proto_tx_batch, LargeFpdusAndLargeMessagesAreNotImaged) {
+  const Bytes data = pattern(WireImagePool::kMaxMessageBytes + 1, 3);
   const ConstByteSpan gather[] = {data};
   MessageSegmenter::Message m;
   m.header = tagged_header(RdmapOpcode::kRdmaWrite, 7, 0);
   m.gather = gather;
-  m.length = data.size();
+  m.length = 65536;
   WireImagePool pool(1);
   TxBatch batch(&pool);
   MessageSegmenter seg;
@@ -555,6 +556,12 @@ TEST(proto_tx_batch, LargeFpduConnectionsAreNotImaged) {
   ASSERT_TRUE(seg.fill(batch, 65000, Framing{.crc = true}));
   EXPECT_EQ(batch.fpdus(), 2u);
   EXPECT_EQ(batch.pending().size(), 6u);
+  EXPECT_EQ(pool.lent(), 0u);
+  batch.clear();
+  m.length = data.size();
+  seg.start(m);
+  EXPECT_FALSE(seg.fill(batch, kMaxUlpdu, Framing{}));  // more than one batch
+  EXPECT_EQ(batch.pending().size(), 3 * batch.fpdus());
   EXPECT_EQ(pool.lent(), 0u);
 }
 
