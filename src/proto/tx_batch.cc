@@ -7,10 +7,20 @@
 
 namespace uwarp::proto {
 
+namespace {
+
+// Writes an FPDU's MPA length field and DDP header at `out`; returns how many bytes that is.
+std::size_t put_length_and_header(std::uint8_t* out, const wire::DdpHeader& header,
+                                  std::size_t ulpdu) {
+  store_be16(out, static_cast<std::uint16_t>(ulpdu));
+  wire::encode_ddp_header(header, ByteSpan(out + wire::kMpaLengthFieldSize, header.size()));
+  return wire::kMpaLengthFieldSize + header.size();
+}
+
+}  // namespace
+
 bool TxBatch::small_fpdu_size(std::size_t max_ulpdu) {
-  return wire::kMpaLengthFieldSize + max_ulpdu + wire::fpdu_pad_length(max_ulpdu) +
-             wire::kMpaCrcSize <=
-         WireImagePool::kMaxFpduBytes;
+  return wire::fpdu_size(max_ulpdu) <= WireImagePool::kMaxFpduBytes;
 }
 
 void TxBatch::add_fpdu(const wire::DdpHeader& header, std::span<const iovec> payload,
@@ -32,9 +42,7 @@ void TxBatch::add_fpdu_iovecs(const wire::DdpHeader& header, std::span<const iov
   auto& h = headers_[fpdus_];
   auto& t = trailers_[fpdus_];
   ++fpdus_;
-  store_be16(h.data(), static_cast<std::uint16_t>(ulpdu));
-  wire::encode_ddp_header(header, ByteSpan(h.data() + wire::kMpaLengthFieldSize, header.size()));
-  const std::size_t hdr_len = wire::kMpaLengthFieldSize + header.size();
+  const std::size_t hdr_len = put_length_and_header(h.data(), header, ulpdu);
   const std::size_t pad = wire::fpdu_pad_length(ulpdu);
   std::memset(t.data(), 0, pad);
   if (framing.markers) {
@@ -66,15 +74,12 @@ bool TxBatch::add_fpdu_to_image(const wire::DdpHeader& header, std::span<const i
                                 std::size_t payload_length, bool with_crc) {
   const std::size_t ulpdu = header.size() + payload_length;
   const std::size_t pad = wire::fpdu_pad_length(ulpdu);
-  const std::size_t length = wire::kMpaLengthFieldSize + ulpdu + pad + wire::kMpaCrcSize;
+  const std::size_t length = wire::fpdu_size(ulpdu);
   if (length > WireImagePool::kMaxFpduBytes || images_ == nullptr) return false;
   if (image_ == nullptr && (image_ = images_->acquire()) == nullptr) return false;
   if (image_used_ + length > WireImagePool::kImageBytes) return false;
   std::uint8_t* const fpdu = image_ + image_used_;
-  store_be16(fpdu, static_cast<std::uint16_t>(ulpdu));
-  std::uint8_t* at = fpdu + wire::kMpaLengthFieldSize;
-  wire::encode_ddp_header(header, ByteSpan(at, header.size()));
-  at += header.size();
+  std::uint8_t* at = fpdu + put_length_and_header(fpdu, header, ulpdu);
   for (const iovec& p : payload) {
     if (p.iov_len > 0) std::memcpy(at, p.iov_base, p.iov_len);
     at += p.iov_len;
@@ -223,12 +228,11 @@ void TxBatch::clear() {
 }
 
 bool TxBatch::owns(const void* p) const {
-  const auto in = [p](const auto& storage) {
+  const auto* at = static_cast<const std::uint8_t*>(p);
+  const auto in = [at](const auto& storage) {
     const auto* begin = reinterpret_cast<const std::uint8_t*>(storage.data());
-    const auto* at = static_cast<const std::uint8_t*>(p);
     return at >= begin && at < begin + sizeof(storage[0]) * storage.size();
   };
-  const auto* at = static_cast<const std::uint8_t*>(p);
   const bool in_image =
       image_ != nullptr && at >= image_ && at < image_ + WireImagePool::kImageBytes;
   return in_image || in(headers_) || in(trailers_) || in(markers_) || in(tail_);

@@ -59,6 +59,18 @@ Drained send_message(const MessageSegmenter::Message& m, std::size_t max_ulpdu, 
   return out;
 }
 
+// A message of `length` bytes gathered from `gather` (which must outlive it).
+MessageSegmenter::Message message(const wire::DdpHeader& header,
+                                  std::span<const ConstByteSpan> gather, std::size_t length,
+                                  std::uint64_t cookie = 0) {
+  MessageSegmenter::Message m;
+  m.header = header;
+  m.gather = gather;
+  m.length = length;
+  m.cookie = cookie;
+  return m;
+}
+
 std::vector<ParsedFpdu> parse_all(const Bytes& stream) {
   std::size_t rest = 0;
   auto parsed = testing::parse_stream(stream, &rest);
@@ -494,11 +506,7 @@ TEST(proto_tx_batch, WireImageIsTheSameBytesAsIovecs) {
           if (n > 0) gather.push_back(all.subspan(at, n));
           at += n;
         }
-        MessageSegmenter::Message m;
-        m.header = tagged_header(RdmapOpcode::kRdmaWrite, 7, 4096);
-        m.gather = gather;
-        m.length = length;
-        m.cookie = 5;
+        const auto m = message(tagged_header(RdmapOpcode::kRdmaWrite, 7, 4096), gather, length, 5);
         WireImagePool pool(1);
         const Drained imaged = send_message(m, max_ulpdu, crc, &pool);
         const Drained framed = send_message(m, max_ulpdu, crc, nullptr);
@@ -516,11 +524,7 @@ TEST(proto_tx_batch, WireImageIsTheSameBytesAsIovecs) {
 TEST(proto_tx_batch, SmallFpdusOfABatchAreOnePiece) {
   const Bytes data = pattern(65536, 3);
   const ConstByteSpan gather[] = {data};
-  MessageSegmenter::Message m;
-  m.header = tagged_header(RdmapOpcode::kRdmaWrite, 7, 0);
-  m.gather = gather;
-  m.length = data.size();
-  m.cookie = 1;
+  const auto m = message(tagged_header(RdmapOpcode::kRdmaWrite, 7, 0), gather, data.size(), 1);
   WireImagePool pool(1);
   TxBatch batch(&pool);
   MessageSegmenter seg;
@@ -545,10 +549,7 @@ TEST(proto_tx_batch, SmallFpdusOfABatchAreOnePiece) {
 TEST(proto_tx_batch, LargeFpdusAndLargeMessagesAreNotImaged) {
   const Bytes data = pattern(WireImagePool::kMaxMessageBytes + 1, 3);
   const ConstByteSpan gather[] = {data};
-  MessageSegmenter::Message m;
-  m.header = tagged_header(RdmapOpcode::kRdmaWrite, 7, 0);
-  m.gather = gather;
-  m.length = 65536;
+  auto m = message(tagged_header(RdmapOpcode::kRdmaWrite, 7, 0), gather, 65536);
   WireImagePool pool(1);
   TxBatch batch(&pool);
   MessageSegmenter seg;
@@ -570,10 +571,7 @@ TEST(proto_tx_batch, LargeFpdusAndLargeMessagesAreNotImaged) {
 TEST(proto_tx_batch, NoImageLeftFramesWithIovecs) {
   const Bytes data = pattern(5000, 4);
   const ConstByteSpan gather[] = {data};
-  MessageSegmenter::Message m;
-  m.header = untagged_header(RdmapOpcode::kSend, 0, 1);
-  m.gather = gather;
-  m.length = data.size();
+  const auto m = message(untagged_header(RdmapOpcode::kSend, 0, 1), gather, data.size());
   WireImagePool pool(1);
   TxBatch holder(&pool);  // holds the pool's one image
   MessageSegmenter seg;
@@ -594,12 +592,9 @@ TEST(proto_tx_batch, NoImageLeftFramesWithIovecs) {
 // Bytes in the wire image were copied from the application's memory when their FPDU was added:
 // revoking that memory afterwards finds nothing read from it, where iovecs still read it.
 TEST(proto_tx_batch, ImagedBytesReadNothingOnceAdded) {
-  Bytes data = pattern(4000, 8);
+  const Bytes data = pattern(4000, 8);
   const ConstByteSpan gather[] = {data};
-  MessageSegmenter::Message m;
-  m.header = tagged_header(RdmapOpcode::kRdmaWrite, 7, 0);
-  m.gather = gather;
-  m.length = data.size();
+  const auto m = message(tagged_header(RdmapOpcode::kRdmaWrite, 7, 0), gather, data.size());
   const RevokedRegion revoked{.memory = ConstByteSpan(data), .region = nullptr};
   WireImagePool pool(1);
   for (WireImagePool* images : {&pool, static_cast<WireImagePool*>(nullptr)}) {
