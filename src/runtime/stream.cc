@@ -101,7 +101,9 @@ void Stream::revoke(verbs::QueuePair& qp, const proto::RevokedRegion& revoked, b
   pump_tx_locked(qp);
 }
 
-void Stream::receive_posted(verbs::QueuePair&) { end_wait_soon(); }
+void Stream::receive_posted(verbs::QueuePair&) {
+  end_wait_soon();
+}
 
 void Stream::end_wait_soon() {
   // The QP lock may be held, and mu_ comes first: the engine thread ends the wait.
@@ -219,7 +221,7 @@ void Stream::receive_ended_locked(long status) {
   // then leaves the receive only the end of the stream): its result decides whether this end
   // was orderly, so it is settled first.
   tx_.settle_send(*qp_);
-  const RxStopped stopped = rdmap_->terminated()          ? RxStopped::kByTerminate
+  const RxStopped stopped = rdmap_->terminated()       ? RxStopped::kByTerminate
                             : !qp_->receiving_locked() ? RxStopped::kByQp
                                                        : RxStopped::kNo;
   const StreamEnd end = judge_stream_end(status, tx_.error(), stopped, rdmap_->rx_at_boundary());
@@ -329,9 +331,15 @@ void Stream::unbind_qp_locked() {
   qp_ = nullptr;
 }
 
-void Stream::lost_locked(bool graceful, const std::string& why) {
+void Stream::end_link_locked(bool graceful, const std::string& why) {
+  // Messages TCP took whole completed; the QP flushes only the rest.
+  if (rdmap_) tx_.settle_and_report(*qp_, *rdmap_);
   qp_->link_lost_locked(graceful, why);
   unbind_qp_locked();
+}
+
+void Stream::lost_locked(bool graceful, const std::string& why) {
+  end_link_locked(graceful, why);
   auto self = shared_from_this();
   engine_.post([self, graceful, why] { self->teardown(graceful, why); });
 }
@@ -364,8 +372,7 @@ void Stream::teardown(bool graceful, const std::string& why) {
     torn_down_ = true;
     if (qp_ != nullptr) {
       MutexLock qlock(qp_->mutex());
-      qp_->link_lost_locked(graceful, why);
-      unbind_qp_locked();
+      end_link_locked(graceful, why);
     }
     if (handback_timer_ != 0) engine_.cancel_timer(handback_timer_);
     if (wait_timer_ != 0) engine_.cancel_timer(wait_timer_);

@@ -120,6 +120,10 @@ class Stream final : public io::IoHandler,
   // while the QP is bound.
   void sample_tcp_later();
   void unbind_qp_locked() REQUIRES(mu_, qp_->mutex());
+  // The connection is gone: the messages TCP took whole are reported sent, the QP flushes the
+  // rest (link_lost_locked) and is unbound.
+  void end_link_locked(bool graceful, const std::string& why) REQUIRES(mu_, qp_->mutex());
+  // end_link_locked, then the teardown, on the engine thread.
   void lost_locked(bool graceful, const std::string& why) REQUIRES(mu_, qp_->mutex());
   void teardown(bool graceful, const std::string& why);
 

@@ -75,6 +75,13 @@ class Transmitter {
   // result to the batch. It touches nothing but this transmitter, so the QP may call it from
   // inside a call the stream makes into it (verbs::QpLink::settle_send).
   void settle_send(verbs::QueuePair& qp) REQUIRES(qp.mutex()) { settle(qp, /*wait=*/true); }
+  // The stream is ending: settles a send under way and reports the messages whose last byte TCP
+  // has taken, before the QP flushes what is left. Their sends completed, even if the peer
+  // closed while the posting thread was still in its send call.
+  void settle_and_report(verbs::QueuePair& qp, RdmapDriver& rdmap) REQUIRES(qp.mutex()) {
+    settle_send(qp);
+    report_sent(qp, rdmap);
+  }
   // Some byte still to send is read from `memory` (a revocation must fail the connection); a
   // send under way is settled first.
   bool reads_from(verbs::QueuePair& qp, const proto::RevokedRegion& revoked) REQUIRES(qp.mutex()) {
@@ -92,7 +99,7 @@ class Transmitter {
   bool closing() const { return shutdown_requested_ || qp_failed_; }
   bool write_shut() const { return write_shut_; }
   long error() const { return error_; }  // of the settled sends (settle_send)
-  std::string failure() const;  // the failed send's error, as a reason
+  std::string failure() const;           // the failed send's error, as a reason
   std::uint64_t bytes() const { return bytes_; }
 
  private:
