@@ -19,9 +19,9 @@ void FpduReader::fail(const wire::TerminateCode& code) {
     f.header_size = header_size_;
     std::memcpy(f.header.data(), header_.data() + wire::kMpaLengthFieldSize, header_size_);
     if (state_ == State::kTrailer && placement_.kind == Placement::Kind::kBuffered &&
-        buffered_size_ >= wire::kReadRequestSize &&
-        !(header_[2] & wire::kDdpFlagTagged) &&
-        (header_[3] & wire::kRdmapOpcodeMask) == static_cast<std::uint8_t>(wire::RdmapOpcode::kReadRequest)) {
+        buffered_size_ >= wire::kReadRequestSize && !(header_[2] & wire::kDdpFlagTagged) &&
+        (header_[3] & wire::kRdmapOpcodeMask) ==
+            static_cast<std::uint8_t>(wire::RdmapOpcode::kReadRequest)) {
       f.have_rdmap_header = true;
       std::memcpy(f.rdmap_header.data(), buffered_.data(), wire::kReadRequestSize);
     }
@@ -182,12 +182,13 @@ std::size_t FpduReader::feed_whole_fpdu(ConstByteSpan in) {
   if (ulpdu_length < header_size || in.size() < wire::fpdu_size(ulpdu_length)) return 0;
   const std::size_t header_end = wire::kMpaLengthFieldSize + header_size;
   std::memcpy(header_.data(), in.data(), header_end);  // kept for a Terminate, as feed() does
-  if (crc_enabled_) crc_.update(in.first(header_end));
   ulpdu_length_ = ulpdu_length;
   header_size_ = header_size;
   have_ = need_ = header_end;
   begin_segment();
   if (failed() || waiting()) {
+    // The state machine goes on from the payload (feed()): the CRC covers the header so far.
+    if (crc_enabled_) crc_.update(in.first(header_end));
     advance(header_end);
     return header_end;
   }
@@ -223,7 +224,6 @@ std::size_t FpduReader::feed_whole_fpdu(ConstByteSpan in) {
     case Placement::Kind::kWait:    // waiting() above
       break;
   }
-  if (crc_enabled_) crc_.update(payload);
   payload_left_ = 0;
 
   begin_trailer();
@@ -231,7 +231,8 @@ std::size_t FpduReader::feed_whole_fpdu(ConstByteSpan in) {
   const std::size_t end = trailer_start + need_;
   std::memcpy(trailer_.data(), in.data() + trailer_start, need_);
   have_ = need_;
-  if (crc_enabled_) crc_.update(in.subspan(trailer_start, need_ - wire::kMpaCrcSize));  // the pad
+  // Length, header, payload and pad lie together in `in`: one pass covers them.
+  if (crc_enabled_) crc_.update(in.first(end - wire::kMpaCrcSize));
   advance(end);  // the whole FPDU: no marker lies inside it
   on_trailer_complete();
   return end;
@@ -297,7 +298,8 @@ void FpduReader::payload_placed(std::size_t n) {
   }
   if (payload_left_ == 0) {
     begin_trailer();
-  } else if (placement_.kind == Placement::Kind::kScatter && scatter_index_ >= placement_.scatter.size()) {
+  } else if (placement_.kind == Placement::Kind::kScatter &&
+             scatter_index_ >= placement_.scatter.size()) {
     // The sink promised a scatter list as long as the payload; anything else is its bug.
     fail(wire::term::kLlpLocalCatastrophic);
   }
@@ -317,9 +319,9 @@ void FpduReader::on_trailer_complete() {
       return;
     }
   }
-  const ConstByteSpan buffered =
-      placement_.kind == Placement::Kind::kBuffered ? ConstByteSpan(buffered_.data(), buffered_size_)
-                                                    : ConstByteSpan{};
+  const ConstByteSpan buffered = placement_.kind == Placement::Kind::kBuffered
+                                     ? ConstByteSpan(buffered_.data(), buffered_size_)
+                                     : ConstByteSpan{};
   if (auto err = sink_.on_segment_end(buffered)) {
     fail(*err);
     return;
