@@ -19,9 +19,9 @@ void FpduReader::fail(const wire::TerminateCode& code) {
     f.header_size = header_size_;
     std::memcpy(f.header.data(), header_.data() + wire::kMpaLengthFieldSize, header_size_);
     if (state_ == State::kTrailer && placement_.kind == Placement::Kind::kBuffered &&
-        buffered_size_ >= wire::kReadRequestSize && !(header_[2] & wire::kDdpFlagTagged) &&
-        (header_[3] & wire::kRdmapOpcodeMask) ==
-            static_cast<std::uint8_t>(wire::RdmapOpcode::kReadRequest)) {
+        buffered_size_ >= wire::kReadRequestSize &&
+        !(header_[2] & wire::kDdpFlagTagged) &&
+        (header_[3] & wire::kRdmapOpcodeMask) == static_cast<std::uint8_t>(wire::RdmapOpcode::kReadRequest)) {
       f.have_rdmap_header = true;
       std::memcpy(f.rdmap_header.data(), buffered_.data(), wire::kReadRequestSize);
     }
@@ -298,8 +298,7 @@ void FpduReader::payload_placed(std::size_t n) {
   }
   if (payload_left_ == 0) {
     begin_trailer();
-  } else if (placement_.kind == Placement::Kind::kScatter &&
-             scatter_index_ >= placement_.scatter.size()) {
+  } else if (placement_.kind == Placement::Kind::kScatter && scatter_index_ >= placement_.scatter.size()) {
     // The sink promised a scatter list as long as the payload; anything else is its bug.
     fail(wire::term::kLlpLocalCatastrophic);
   }
@@ -319,9 +318,9 @@ void FpduReader::on_trailer_complete() {
       return;
     }
   }
-  const ConstByteSpan buffered = placement_.kind == Placement::Kind::kBuffered
-                                     ? ConstByteSpan(buffered_.data(), buffered_size_)
-                                     : ConstByteSpan{};
+  const ConstByteSpan buffered =
+      placement_.kind == Placement::Kind::kBuffered ? ConstByteSpan(buffered_.data(), buffered_size_)
+                                                    : ConstByteSpan{};
   if (auto err = sink_.on_segment_end(buffered)) {
     fail(*err);
     return;

@@ -101,9 +101,7 @@ void Stream::revoke(verbs::QueuePair& qp, const proto::RevokedRegion& revoked, b
   pump_tx_locked(qp);
 }
 
-void Stream::receive_posted(verbs::QueuePair&) {
-  end_wait_soon();
-}
+void Stream::receive_posted(verbs::QueuePair&) { end_wait_soon(); }
 
 void Stream::end_wait_soon() {
   // The QP lock may be held, and mu_ comes first: the engine thread ends the wait.
@@ -221,7 +219,7 @@ void Stream::receive_ended_locked(long status) {
   // then leaves the receive only the end of the stream): its result decides whether this end
   // was orderly, so it is settled first.
   tx_.settle_send(*qp_);
-  const RxStopped stopped = rdmap_->terminated()       ? RxStopped::kByTerminate
+  const RxStopped stopped = rdmap_->terminated()          ? RxStopped::kByTerminate
                             : !qp_->receiving_locked() ? RxStopped::kByQp
                                                        : RxStopped::kNo;
   const StreamEnd end = judge_stream_end(status, tx_.error(), stopped, rdmap_->rx_at_boundary());

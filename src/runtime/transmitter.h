@@ -99,7 +99,7 @@ class Transmitter {
   bool closing() const { return shutdown_requested_ || qp_failed_; }
   bool write_shut() const { return write_shut_; }
   long error() const { return error_; }  // of the settled sends (settle_send)
-  std::string failure() const;           // the failed send's error, as a reason
+  std::string failure() const;  // the failed send's error, as a reason
   std::uint64_t bytes() const { return bytes_; }
 
  private:
