@@ -113,6 +113,10 @@ class UringBackend final : public IoBackend {
     if (table_.receiving(fd, on_loop_thread() ? reporting_ : 0)) return -EBUSY;
     return recv_some(fd, into);
   }
+  long try_recv(int fd, ByteSpan into, ByteSpan then) override {
+    if (table_.receiving(fd, on_loop_thread() ? reporting_ : 0)) return -EBUSY;
+    return recv_some(fd, into, then);
+  }
   void send(int fd, std::span<const iovec> iov) override {
     start(fd, Op::kSend, [&](State& s) {
       s.msg = msghdr{};

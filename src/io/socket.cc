@@ -219,6 +219,16 @@ long recv_some(int fd, ByteSpan into) {
   return n >= 0 ? n : -errno;
 }
 
+long recv_some(int fd, ByteSpan into, ByteSpan then) {
+  iovec iov[2] = {{into.data(), into.size()}, {then.data(), then.size()}};
+  msghdr msg{};
+  msg.msg_iov = iov;
+  msg.msg_iovlen = 2;
+  const ssize_t n = ::recvmsg(fd, &msg, MSG_DONTWAIT);
+  if (n > 0) annotate_socket_receive();
+  return n >= 0 ? n : -errno;
+}
+
 long send_iov(int fd, std::span<const iovec> iov) {
   annotate_socket_send();
   msghdr msg{};

@@ -30,17 +30,24 @@ std::size_t StreamReceiver::next_want(std::size_t size) {
 
 bool StreamReceiver::receive_direct(verbs::QueuePair& qp, RdmapDriver& rdmap, long& status) {
   bool progress = false;
-  for (int i = 0; i < 64 && status > 0; ++i) {
+  // What follows the payload (its trailer, the next header, perhaps a short FPDU) is received in
+  // the same call, into the thread's buffer, and fed from there.
+  const ByteSpan after = thread_buffer().first(kSmallRead);
+  for (int i = 0; i < 64 && status > 0 && !holding(); ++i) {
     const ByteSpan target = rdmap.direct_target();
     if (target.size() < kDirectMin || !rdmap.rx_open(qp)) break;
     large_payloads_ = true;
-    const long n = backend_.try_recv(fd_, target);
+    const long n = backend_.try_recv(fd_, target, after);
     if (n > 0) {
-      io::pcap_received(fd_, target.first(static_cast<std::size_t>(n)));
-      bytes_ += static_cast<std::size_t>(n);
-      rdmap.commit_direct(qp, static_cast<std::size_t>(n));
+      const auto got = static_cast<std::size_t>(n);
+      const std::size_t placed = std::min(got, target.size());
+      io::pcap_received(fd_, target.first(placed));
+      bytes_ += placed;
+      rdmap.commit_direct(qp, placed);
       progress = true;
-      if (static_cast<std::size_t>(n) < target.size()) status = -EAGAIN;  // a short read: empty
+      // The bytes after the payload may begin a wait for a receive: then they are held.
+      if (got > placed) feed_received(qp, rdmap, after.first(got - placed), after.size());
+      if (got < target.size() + after.size()) status = -EAGAIN;  // a short read: empty
       continue;
     }
     if (n == -EINTR) continue;
@@ -63,6 +70,10 @@ StreamReceiver::Outcome StreamReceiver::receive(verbs::QueuePair& qp, RdmapDrive
   long status = 1;
   for (int round = 0; round < kRxRounds; ++round) {
     if (rdmap.rx_open(qp)) out.progress |= receive_direct(qp, rdmap, status);
+    if (holding()) {  // what followed a payload received in place began a wait
+      out.waiting = true;
+      return out;
+    }
     if (status > 0) {
       if (large_payloads_) thread_want_ = kBounceInitial;
       const std::size_t want = next_want(thread_want_);

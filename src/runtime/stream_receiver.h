@@ -77,15 +77,18 @@ class StreamReceiver {
   static constexpr std::size_t kThreadBufferSize = 256 * 1024;
   // A placement target at least this large is received into directly.
   static constexpr std::size_t kDirectMin = 2048;
-  // With large payloads, the bounce buffer receives only this much (trailer, next header), so
-  // that the payload itself goes straight to its place.
+  // With large payloads, a receive into a buffer asks for only this much (trailer, next header),
+  // so that the payload itself goes straight to its place; a receive into the place asks for this
+  // much after the payload in the same call.
   static constexpr std::size_t kSmallRead = 512;
   // Receives per call before the thread lets others run (each up to the bounce buffer's size,
   // or a direct-placement round).
   static constexpr int kRxRounds = 16;
 
  private:
-  // Receives straight into the placement target while one is pending and large.
+  // Receives straight into the placement target while one is pending and large, and in the same
+  // system call up to kSmallRead bytes after it into the thread's buffer, which are fed (one
+  // receive per large FPDU, not two).
   bool receive_direct(verbs::QueuePair& qp, RdmapDriver& rdmap, long& status) REQUIRES(qp.mutex());
   // Feeds `received`, what a receive that asked for `want` bytes got; false if the receive was
   // short (the socket is empty) or the engine began to wait (the rest is held).
