@@ -3,7 +3,9 @@
 // transmit side they trigger). The input is a small program: each step appends one frame to the
 // inbound byte stream (a Write, Send, Read Request, Read Response or Terminate with fuzzed fields,
 // addressed to the QP's real STags by index, or raw bytes), posts a local work request, or feeds
-// the stream so far to the QP in fuzzed pieces, via feed() or the direct-placement path.
+// the stream so far to the QP in fuzzed pieces, via feed(), the direct-placement path, or a receive
+// planned ahead of the headers (runtime::PlannedReceive: Read Response payloads put in their
+// places before their headers are read, as the kernel fills a scattered receive).
 // AddressSanitizer catches any byte placed outside registered memory; the checks below catch broken
 // state.
 #include <fuzzer/FuzzedDataProvider.h>
@@ -16,6 +18,7 @@
 
 #include "fuzz_check.h"
 #include "proto/tx_batch.h"
+#include "runtime/planned_receive.h"
 #include "runtime/rdmap_driver.h"
 #include "verbs/device.h"
 #include "verbs/queue_pair.h"
@@ -135,6 +138,8 @@ void run_one(const std::uint8_t* data, std::size_t size) {
   proto::TxBatch batch;
   link.batch = &batch;
   std::array<Sge, 2> sges;
+  std::vector<std::uint8_t> plan_buffer(8192);
+  std::vector<std::uint8_t> gather(64 * 1024);
 
   for (int step = 0; step < 64 && in.remaining_bytes() > 0; ++step) {
     wire::DdpHeader d;
@@ -249,7 +254,31 @@ void run_one(const std::uint8_t* data, std::size_t size) {
           const std::size_t piece =
               std::min(stream.size() - fed, in.ConsumeIntegralInRange<std::size_t>(1, 4096));
           const ByteSpan direct = rdmap.direct_target();
-          if (!direct.empty() && in.ConsumeBool()) {
+          runtime::PlannedReceive planned;
+          if (in.ConsumeIntegralInRange<int>(0, 2) == 0 &&
+              planned.plan(qp, rdmap, plan_buffer, in.ConsumeIntegralInRange<std::size_t>(0, 600),
+                           in.ConsumeIntegralInRange<std::size_t>(1, 56 * 1024), 1)) {
+            link.collect(qp);
+            const std::size_t n = std::min({stream.size() - fed, planned.size(), piece * 16});
+            std::size_t copied = 0;
+            for (const iovec& v : planned.iov()) {
+              const std::size_t k = std::min(v.iov_len, n - copied);
+              std::memcpy(v.iov_base, stream.data() + fed + copied, k);
+              copied += k;
+            }
+            const ConstByteSpan rest = planned.take(qp, rdmap, n, gather);
+            link.collect(qp);
+            FUZZ_CHECK(rest.size() <= n);
+            const std::size_t used = rest.empty() ? 0 : rdmap.feed(qp, rest);
+            link.collect(qp);
+            FUZZ_CHECK(used <= rest.size());
+            // Bytes not taken stay in the stream, as the stream holds them.
+            fed += n - rest.size() + used;
+            if (used < rest.size()) {
+              FUZZ_CHECK(!rdmap.rx_open(qp) || rdmap.rx_waiting(qp));
+              break;
+            }
+          } else if (!direct.empty() && in.ConsumeBool()) {
             const std::size_t n = std::min(piece, direct.size());
             std::memcpy(direct.data(), stream.data() + fed, n);
             rdmap.commit_direct(qp, n);

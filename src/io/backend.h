@@ -101,9 +101,8 @@ class IoBackend {
   // -errno (-EAGAIN: nothing queued). -EBUSY while a watch's receive may still deliver bytes
   // (until its on_readable has returned; the loop thread may receive inside that call).
   virtual long try_recv(int fd, ByteSpan into) = 0;
-  // The same, scattered: `into` is filled first, the bytes after them go to `then` (one system
-  // call).
-  virtual long try_recv(int fd, ByteSpan into, ByteSpan then) = 0;
+  // The same, scattered over `into` in order (one system call; at most IOV_MAX pieces).
+  virtual long try_recv(int fd, std::span<const iovec> into) = 0;
   virtual void connect_wait(int fd) = 0;
   // Waits up to `timeout` (negative: no limit; microsecond resolution where the kernel offers
   // it) for completions and readiness, and runs their callbacks. Returns how many sockets had

@@ -101,7 +101,7 @@ class EpollBackend final : public IoBackend {
     });
   }
   long try_recv(int fd, ByteSpan into) override { return recv_some(fd, into); }
-  long try_recv(int fd, ByteSpan into, ByteSpan then) override { return recv_some(fd, into, then); }
+  long try_recv(int fd, std::span<const iovec> into) override { return recv_some(fd, into); }
   std::string_view name() const override { return "epoll"; }
   void watch_readable(int fd, bool maybe_readable, ByteSpan /*into: readiness only*/) override {
     arm(fd, [&](FdState& s) REQUIRES(mu_) {

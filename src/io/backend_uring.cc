@@ -113,9 +113,9 @@ class UringBackend final : public IoBackend {
     if (table_.receiving(fd, on_loop_thread() ? reporting_ : 0)) return -EBUSY;
     return recv_some(fd, into);
   }
-  long try_recv(int fd, ByteSpan into, ByteSpan then) override {
+  long try_recv(int fd, std::span<const iovec> into) override {
     if (table_.receiving(fd, on_loop_thread() ? reporting_ : 0)) return -EBUSY;
-    return recv_some(fd, into, then);
+    return recv_some(fd, into);
   }
   void send(int fd, std::span<const iovec> iov) override {
     start(fd, Op::kSend, [&](State& s) {

@@ -219,11 +219,10 @@ long recv_some(int fd, ByteSpan into) {
   return n >= 0 ? n : -errno;
 }
 
-long recv_some(int fd, ByteSpan into, ByteSpan then) {
-  iovec iov[2] = {{into.data(), into.size()}, {then.data(), then.size()}};
+long recv_some(int fd, std::span<const iovec> into) {
   msghdr msg{};
-  msg.msg_iov = iov;
-  msg.msg_iovlen = 2;
+  msg.msg_iov = const_cast<iovec*>(into.data());
+  msg.msg_iovlen = std::min<std::size_t>(into.size(), IOV_MAX);
   const ssize_t n = ::recvmsg(fd, &msg, MSG_DONTWAIT);
   if (n > 0) annotate_socket_receive();
   return n >= 0 ? n : -errno;

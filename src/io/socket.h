@@ -102,8 +102,8 @@ bool tcp_info(int fd, TcpInfo& out);
 
 // Non-blocking I/O. Results: bytes (>= 0), or -errno (-EAGAIN when it would block).
 long recv_some(int fd, ByteSpan into);
-// Into `into`, and what follows into `then`.
-long recv_some(int fd, ByteSpan into, ByteSpan then);
+// Scattered over `into` in order.
+long recv_some(int fd, std::span<const iovec> into);
 long send_iov(int fd, std::span<const iovec> iov);
 long send_bytes(int fd, ConstByteSpan bytes);
 void shutdown_write(int fd);

@@ -274,6 +274,50 @@ bool FpduReader::places_into(ConstByteSpan memory) const {
   return false;
 }
 
+std::size_t FpduReader::plan_ahead(std::span<Piece> out, std::size_t most) {
+  if (markers_ || failed() || out.empty() || !header_complete_) return 0;
+  if (placement_.kind != Placement::Kind::kScatter || placement_.on_demand) return 0;
+  std::size_t n = 0;
+  std::size_t bytes = 0;
+  std::size_t gap = 0;  // trailer bytes still to come before the next header
+  if (state_ == State::kPayload) {
+    const ByteSpan rest = payload_target();
+    if (rest.empty()) return 0;
+    out[n++] = {rest, rest.size()};
+    bytes = rest.size();
+    if (rest.size() != payload_left_) return n;  // more spans follow: no guess past them
+    gap = wire::fpdu_pad_length(ulpdu_length_) + wire::kMpaCrcSize;
+  } else if (state_ == State::kTrailer) {
+    gap = need_ - have_;
+  } else {
+    return 0;
+  }
+  const std::size_t segment = ulpdu_length_ - header_size_;
+  if (segment == 0 || header_size_ != wire::kTaggedHeaderSize) return n;
+  constexpr std::size_t kHeader = wire::kMpaLengthFieldSize + wire::kTaggedHeaderSize;
+  std::size_t skip = 0;
+  while (n + 2 <= out.size()) {
+    const ByteSpan place = sink_.placement_ahead(skip, segment);
+    if (place.empty() || place.size() > segment || bytes + gap + kHeader + place.size() > most)
+      break;
+    out[n++] = {{}, gap + kHeader};
+    out[n++] = {place, place.size()};
+    bytes += gap + kHeader + place.size();
+    skip += place.size();
+    gap = wire::fpdu_pad_length(wire::kTaggedHeaderSize + place.size()) + wire::kMpaCrcSize;
+    if (place.size() < segment) break;  // the message ends there
+  }
+  return n;
+}
+
+std::size_t FpduReader::take_in_place(ByteSpan bytes) {
+  const ByteSpan target = direct_target();
+  if (target.empty() || target.data() != bytes.data()) return 0;
+  const std::size_t n = std::min(bytes.size(), target.size());
+  commit_direct(n);
+  return n;
+}
+
 void FpduReader::commit_direct(std::size_t n) {
   // Only payload can land in direct_target(); a commit outside a payload (necessarily of 0 bytes,
   // into an empty target) must not move the reader on to the trailer.

@@ -56,6 +56,26 @@ class FpduReader {
   // `n` bytes (at most direct_target().size()) were written into direct_target().
   void commit_direct(std::size_t n);
 
+  // A receive scattered ahead of the headers: the stream's next bytes as pieces, in order. First
+  // the rest of the payload being received, in place (or of the trailer being received), then,
+  // for each later segment whose place the sink knows ahead (FpduSink::placement_ahead; each
+  // guessed as long as the current one), a piece for the trailer before it and its header, to
+  // be received into a buffer and fed, and its payload in that place. At most out.size() pieces
+  // and `most` bytes; only without markers, for memory that does not fault, past a payload in
+  // one span. Returns the pieces written (0: nothing to receive in place). The pieces are
+  // guesses: take_in_place() takes a piece's bytes only where the headers that came put them,
+  // and the caller feeds the rest.
+  struct Piece {
+    ByteSpan place;  // in place; empty: `size` bytes into a buffer, to be fed
+    std::size_t size = 0;
+  };
+  std::size_t plan_ahead(std::span<Piece> out, std::size_t most);
+  // `bytes`, received into a piece's place, are the stream's next bytes: takes those that belong
+  // exactly there (the payload being received goes to bytes.data()); returns how many.
+  std::size_t take_in_place(ByteSpan bytes);
+  // The next bytes are payload (fed, they would be placed).
+  bool in_payload() const { return state_ == State::kPayload && !failed(); }
+
   // Some of the payload still to come is to be placed in `memory`.
   bool places_into(ConstByteSpan memory) const;
   // The segment being received is tagged (its header is complete).

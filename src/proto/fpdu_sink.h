@@ -51,6 +51,12 @@ class FpduSink {
   // The segment's trailer arrived and its CRC (if on) matched. `buffered` holds the payload for
   // Placement::kBuffered, else is empty. Returns a Terminate code to end the connection.
   virtual std::optional<wire::TerminateCode> on_segment_end(ConstByteSpan buffered) = 0;
+  // Where `length` payload bytes would go that begin `skip` payload bytes after the current
+  // segment's (a tagged one, its header complete), if later segments of the same message carry
+  // them: only memory that the message is bound to write in full whatever its segmentation, so
+  // that bytes put there before their headers are read (FpduReader::plan_ahead) harm nothing
+  // when the guess is wrong; at most `length` bytes (fewer where the message ends), else empty.
+  virtual ByteSpan placement_ahead(std::size_t /*skip*/, std::size_t /*length*/) { return {}; }
 };
 
 // Why reception stopped for good; the copied header feeds the Terminate message.

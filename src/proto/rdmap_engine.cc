@@ -34,6 +34,13 @@ void RdmapEngine::commit_direct(std::size_t n) {
   if (reader_.failed()) handle_rx_failure();
 }
 
+std::size_t RdmapEngine::take_in_place(ByteSpan bytes) {
+  if (!rx_open()) return 0;
+  const std::size_t n = reader_.take_in_place(bytes);
+  if (reader_.failed()) handle_rx_failure();
+  return n;
+}
+
 void RdmapEngine::resume_rx() {
   if (!rx_open()) return;
   reader_.resume();
@@ -84,6 +91,12 @@ ScatterResult RdmapEngine::resolve_read_response(wire::Stag stag, wire::TaggedOf
   ScatterResult r = port_.resolve_read_sink(target->seq, target->offset, length);
   if (r) orq_.placed(length);
   return r;
+}
+
+ByteSpan RdmapEngine::read_response_ahead(std::size_t skip, std::size_t length) {
+  const auto target = orq_.ahead(skip, length);
+  if (!target) return {};
+  return port_.read_sink_piece(target->seq, target->offset, length);
 }
 
 std::optional<wire::TerminateCode> RdmapEngine::read_response_complete() {

@@ -58,6 +58,12 @@ class RdmapEngine final : private RxDelegate {
   std::size_t feed(ConstByteSpan bytes);
   ByteSpan direct_target() const { return reader_.direct_target(); }
   void commit_direct(std::size_t n);
+  // A receive scattered ahead of the headers, and its bytes taken in place (FpduReader).
+  std::size_t plan_ahead(std::span<FpduReader::Piece> out, std::size_t most) {
+    return rx_open() ? reader_.plan_ahead(out, most) : 0;
+  }
+  std::size_t take_in_place(ByteSpan bytes);
+  bool rx_in_payload() const { return reader_.in_payload(); }
   bool rx_open() const;
   // No FPDU is partly received (an end of stream here is an orderly close).
   bool rx_at_boundary() const { return reader_.at_boundary(); }
@@ -103,6 +109,7 @@ class RdmapEngine final : private RxDelegate {
   ScatterResult resolve_write(wire::Stag stag, wire::TaggedOffset to, std::size_t length) override;
   ScatterResult resolve_read_response(wire::Stag stag, wire::TaggedOffset to,
                                       std::size_t length) override;
+  ByteSpan read_response_ahead(std::size_t skip, std::size_t length) override;
   std::optional<wire::TerminateCode> read_response_complete() override;
   ScatterResult resolve_receive(wire::Msn msn, wire::MessageOffset mo, std::size_t length,
                                 bool first_segment) override;

@@ -69,6 +69,13 @@ class RdmapPort {
   // against the sink it advertised); false if the sink cannot hold them.
   virtual ScatterResult resolve_read_sink(std::uint64_t seq, std::size_t offset,
                                           std::size_t length) = 0;
+  // The same bytes if they lie in one piece of that sink, else empty; unlike resolve_read_sink,
+  // it changes nothing (what resolve_read_sink returned stays valid). For a receive that puts
+  // response bytes in place before their headers are read (FpduSink::placement_ahead).
+  virtual ByteSpan read_sink_piece(std::uint64_t /*seq*/, std::size_t /*offset*/,
+                                   std::size_t /*length*/) {
+    return {};
+  }
   // Outbound Read `seq` has its whole response.
   virtual void read_complete(std::uint64_t seq) = 0;
   // RFC 7306: an Atomic Request's target, the 64-bit word at `offset` of `stag`, checked for

@@ -52,6 +52,10 @@ class RxDelegate {
   // Tagged Read Response segment for the oldest outstanding RDMA Read.
   virtual ScatterResult resolve_read_response(wire::Stag stag, wire::TaggedOffset to,
                                               std::size_t length) = 0;
+  // Where `length` bytes of the oldest Read's response would go that follow `skip` bytes after
+  // those placed so far: memory its sink holds in one piece, cut where the sink ends; empty if
+  // unknown. Changes nothing (for FpduSink::placement_ahead).
+  virtual ByteSpan read_response_ahead(std::size_t /*skip*/, std::size_t /*length*/) { return {}; }
   // The last segment of a Read Response was placed: the oldest outstanding Read is complete.
   virtual std::optional<wire::TerminateCode> read_response_complete() = 0;
   // An untagged Send segment at message offset `mo` of message `msn`: where it goes in the
@@ -96,6 +100,12 @@ class RdmapReceiver final : public FpduSink {
 
   Placement on_segment_header(const wire::DdpHeader& header, std::size_t payload_length) override;
   std::optional<wire::TerminateCode> on_segment_end(ConstByteSpan buffered) override;
+  // Ahead only of a Read Response segment that is not its response's last: the requester knows
+  // the Read's length, so its sink is written in full whatever the responder's segments.
+  ByteSpan placement_ahead(std::size_t skip, std::size_t length) override {
+    if (segment_ != Segment::kReadResponse || header_.last || terminated_) return {};
+    return delegate_.read_response_ahead(skip, length);
+  }
 
  private:
   Placement on_rtr_header(const wire::DdpHeader& h, std::size_t payload_length);

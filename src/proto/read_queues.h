@@ -11,6 +11,7 @@
 // Thread: not thread-safe; the engine's owner thread.
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <deque>
@@ -73,6 +74,17 @@ class OutboundReadQueue {
   // The port placed `length` bytes of the segment match_segment() matched to the oldest Read
   // (no more than it allowed: `placed` never exceeds the Read's length).
   void placed(std::size_t length) { reads_.front().placed += static_cast<std::uint32_t>(length); }
+  // Where `length` response bytes would go that follow `skip` bytes after those placed so far, in
+  // the oldest Read's sink: its seq and the offset, and the length cut to the sink's end (none if
+  // the oldest request is no Read, or the sink ends before them). The queue does not change.
+  std::optional<ReadResponseTarget> ahead(std::size_t skip, std::size_t& length) const {
+    if (rtr_read_pending_ || reads_.empty() || reads_.front().atomic) return std::nullopt;
+    const OutboundRead& read = reads_.front();
+    const std::size_t offset = std::size_t{read.placed} + skip;
+    if (offset >= read.length) return std::nullopt;
+    length = std::min<std::size_t>(length, read.length - offset);
+    return ReadResponseTarget{false, read.seq, offset};
+  }
   // The response's last segment (DDP L=1) has arrived: its Read leaves the queue. The error if
   // there is no Read or the response placed fewer bytes than the Read's length.
   Expected<ReadResponseTarget, wire::TerminateCode> complete();

@@ -51,6 +51,22 @@ class RdmapDriver {
     engine_.commit_direct(n);
     collect(qp);
   }
+  // A receive scattered ahead of the headers (proto::FpduReader::plan_ahead), and bytes received
+  // into one of its places taken there (take_in_place; the rest is fed).
+  std::size_t plan_ahead(verbs::QueuePair& qp, std::span<proto::FpduReader::Piece> out,
+                         std::size_t most) REQUIRES(qp.mutex()) {
+    collect(qp);
+    return qp.receiving_locked() ? engine_.plan_ahead(out, most) : 0;
+  }
+  std::size_t take_in_place(verbs::QueuePair& qp, ByteSpan bytes) REQUIRES(qp.mutex()) {
+    collect(qp);
+    if (!qp.receiving_locked()) return 0;
+    const std::size_t n = engine_.take_in_place(bytes);
+    collect(qp);
+    return n;
+  }
+  // The next bytes are payload: fed, they would be placed.
+  bool rx_in_payload() const { return engine_.rx_in_payload(); }
   // Bytes received now would be placed (no Terminate either way, the QP receives).
   bool rx_open(const verbs::QueuePair& qp) const REQUIRES(qp.mutex()) {
     return engine_.rx_open() && qp.receiving_locked();

@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "io/pcap_recorder.h"
+#include "runtime/planned_receive.h"
 
 namespace uwarp::runtime {
 
@@ -30,24 +31,26 @@ std::size_t StreamReceiver::next_want(std::size_t size) {
 
 bool StreamReceiver::receive_direct(verbs::QueuePair& qp, RdmapDriver& rdmap, long& status) {
   bool progress = false;
-  // What follows the payload (its trailer, the next header, perhaps a short FPDU) is received in
-  // the same call, into the thread's buffer, and fed from there.
-  const ByteSpan after = thread_buffer().first(kSmallRead);
+  const ByteSpan buffer = thread_buffer();
   for (int i = 0; i < 64 && status > 0 && !holding(); ++i) {
-    const ByteSpan target = rdmap.direct_target();
-    if (target.size() < kDirectMin || !rdmap.rx_open(qp)) break;
+    if (!rdmap.rx_open(qp)) break;
+    PlannedReceive planned;
+    if (!planned.plan(qp, rdmap, buffer.first(kGatherAt), kSmallRead,
+                      buffer.size() - kGatherAt - kSmallRead, kDirectMin)) {
+      break;
+    }
     large_payloads_ = true;
-    const long n = backend_.try_recv(fd_, target, after);
+    const long n = backend_.try_recv(fd_, planned.iov());
     if (n > 0) {
       const auto got = static_cast<std::size_t>(n);
-      const std::size_t placed = std::min(got, target.size());
-      io::pcap_received(fd_, target.first(placed));
-      bytes_ += placed;
-      rdmap.commit_direct(qp, placed);
+      planned.each_received(got, [&](ConstByteSpan bytes) { io::pcap_received(fd_, bytes); });
+      bytes_ += got;
+      // What a guess left unplaced goes the way of any received bytes (held if reception
+      // waits: then the loop ends).
+      const ConstByteSpan rest = planned.take(qp, rdmap, got, buffer.subspan(kGatherAt));
+      if (!rest.empty()) feed(qp, rdmap, rest);
       progress = true;
-      // The bytes after the payload may begin a wait for a receive: then they are held.
-      if (got > placed) feed_received(qp, rdmap, after.first(got - placed), after.size());
-      if (got < target.size() + after.size()) status = -EAGAIN;  // a short read: empty
+      if (got < planned.size()) status = -EAGAIN;  // a short read: empty
       continue;
     }
     if (n == -EINTR) continue;

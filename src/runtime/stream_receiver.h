@@ -81,14 +81,18 @@ class StreamReceiver {
   // so that the payload itself goes straight to its place; a receive into the place asks for this
   // much after the payload in the same call.
   static constexpr std::size_t kSmallRead = 512;
+  // Where in the thread's buffer the bytes of a guess that did not hold are gathered; before it,
+  // the trailers and headers of a receive scattered ahead (PlannedReceive).
+  static constexpr std::size_t kGatherAt = 8 * 1024;
   // Receives per call before the thread lets others run (each up to the bounce buffer's size,
   // or a direct-placement round).
   static constexpr int kRxRounds = 16;
 
  private:
-  // Receives straight into the placement target while one is pending and large, and in the same
-  // system call up to kSmallRead bytes after it into the thread's buffer, which are fed (one
-  // receive per large FPDU, not two).
+  // Receives straight into the placement target while one is pending and large: one system
+  // call scattered over it, the places of the segments after it that the engine knows ahead (a
+  // Read Response's) with their trailers and headers between, and up to kSmallRead bytes after
+  // all of them, into the thread's buffer (PlannedReceive).
   bool receive_direct(verbs::QueuePair& qp, RdmapDriver& rdmap, long& status) REQUIRES(qp.mutex());
   // Feeds `received`, what a receive that asked for `want` bytes got; false if the receive was
   // short (the socket is empty) or the engine began to wait (the rest is held).

@@ -49,6 +49,18 @@ proto::ScatterResult QpPort::resolve_read_sink(std::uint64_t seq, std::size_t of
   return qp_.protection_.resolve_read_sink(qp_.sq_.read_sink(seq), offset, length);
 }
 
+ByteSpan QpPort::read_sink_piece(std::uint64_t seq, std::size_t offset, std::size_t length) {
+  qp_.mu_.assert_held();
+  const std::vector<ByteSpan>* sink = qp_.sq_.read_sink(seq);
+  if (sink == nullptr) return {};
+  for (const ByteSpan& s : *sink) {
+    if (offset < s.size())
+      return length <= s.size() - offset ? s.subspan(offset, length) : ByteSpan{};
+    offset -= s.size();
+  }
+  return {};
+}
+
 void QpPort::read_complete(std::uint64_t seq) {
   qp_.mu_.assert_held();
   qp_.sq_.read_complete(seq);

@@ -37,6 +37,7 @@ class QpPort final : public proto::RdmapPort {
       wire::Stag stag, wire::TaggedOffset offset, std::uint32_t length) override;
   proto::ScatterResult resolve_read_sink(std::uint64_t seq, std::size_t offset,
                                          std::size_t length) override;
+  ByteSpan read_sink_piece(std::uint64_t seq, std::size_t offset, std::size_t length) override;
   void read_complete(std::uint64_t seq) override;
   Expected<proto::ReadSource, wire::TerminateCode> resolve_atomic_target(
       wire::Stag stag, wire::TaggedOffset offset) override;

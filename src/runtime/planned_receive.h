@@ -1,0 +1,65 @@
+// PlannedReceive: one receive scattered ahead of the headers (proto::FpduReader::plan_ahead).
+// The rest of the payload being received, and the payloads of the later segments whose places
+// the engine knows ahead (a Read Response's), go straight to their places; the trailers and
+// headers between them, and a few bytes after the last, go into a buffer. The bytes received
+// are then taken in stream order: in place where the reader's payload goes exactly there, fed
+// otherwise. What a wrong guess left where no header put it is copied out, in order, for the
+// caller to feed as any received bytes (held if reception waits, dropped after a Terminate).
+//
+// Nothing is placed where the headers that came do not put it: a guess that fails costs a copy,
+// and the bytes it put in place land only in memory the engine named as written in full by the
+// message anyway (proto::FpduSink::placement_ahead).
+//
+// Owner: the receiving call (on its stack), for one receive. Lock: the QP lock, held by the
+// caller from plan() through the system call to take().
+#pragma once
+
+#include <sys/uio.h>
+
+#include <array>
+#include <cstddef>
+#include <span>
+
+#include "base/bytes.h"
+#include "proto/fpdu_reader.h"
+#include "runtime/rdmap_driver.h"
+#include "verbs/queue_pair.h"
+
+namespace uwarp::runtime {
+
+class PlannedReceive {
+ public:
+  // The most pieces planned (trailers and headers included; IOV_MAX is 1024).
+  static constexpr std::size_t kMaxPieces = 255;
+
+  // Plans the receive of at most `most` bytes: the pieces that are fed go to the start of
+  // `buffer`, then `tail` bytes more. False if fewer than `min_in_place` bytes would go in place
+  // (a receive into the buffer does as well). `buffer` must hold the pieces and the tail (the
+  // trailers and headers of kMaxPieces / 2 segments take under 3 KiB).
+  bool plan(verbs::QueuePair& qp, RdmapDriver& rdmap, ByteSpan buffer, std::size_t tail,
+            std::size_t most, std::size_t min_in_place) REQUIRES(qp.mutex());
+  std::span<const iovec> iov() const { return {iov_.data(), count_}; }
+  // Bytes the receive asks for.
+  std::size_t size() const { return size_; }
+  // Calls `f` with the first `n` bytes received, in stream order, piece by piece.
+  template <typename F>
+  void each_received(std::size_t n, F&& f) const {
+    for (std::size_t k = 0, at = 0; k < count_ && at < n; at += into_[k].size(), ++k) {
+      f(ConstByteSpan(into_[k].first(std::min(into_[k].size(), n - at))));
+    }
+  }
+  // Takes the `n` bytes received. Returns those left to feed, copied in order into `gather`
+  // (which must hold size() bytes and lie apart from the pieces); empty if all were taken.
+  ConstByteSpan take(verbs::QueuePair& qp, RdmapDriver& rdmap, std::size_t n, ByteSpan gather)
+      REQUIRES(qp.mutex());
+
+ private:
+  std::array<proto::FpduReader::Piece, kMaxPieces> plan_;
+  std::size_t planned_ = 0;
+  std::array<ByteSpan, kMaxPieces + 1> into_;  // where each piece, then the tail, is received
+  std::array<iovec, kMaxPieces + 1> iov_;
+  std::size_t count_ = 0;  // planned_ + 1
+  std::size_t size_ = 0;
+};
+
+}  // namespace uwarp::runtime
