@@ -255,9 +255,13 @@ void run_one(const std::uint8_t* data, std::size_t size) {
               std::min(stream.size() - fed, in.ConsumeIntegralInRange<std::size_t>(1, 4096));
           const ByteSpan direct = rdmap.direct_target();
           runtime::PlannedReceive planned;
-          if (in.ConsumeIntegralInRange<int>(0, 2) == 0 &&
-              planned.plan(qp, rdmap, plan_buffer, in.ConsumeIntegralInRange<std::size_t>(0, 600),
-                           in.ConsumeIntegralInRange<std::size_t>(1, 56 * 1024), 1)) {
+          const bool try_plan = in.ConsumeIntegralInRange<int>(0, 2) == 0;
+          const std::size_t tail = in.ConsumeIntegralInRange<std::size_t>(0, 600);
+          runtime::PlannedReceive::Limits limits;
+          limits.most = in.ConsumeIntegralInRange<std::size_t>(1, 56 * 1024);
+          limits.min_in_place = 1;
+          limits.min_ahead = in.ConsumeIntegralInRange<std::size_t>(1, 2048);
+          if (try_plan && planned.plan(qp, rdmap, plan_buffer, tail, limits)) {
             link.collect(qp);
             const std::size_t n = std::min({stream.size() - fed, planned.size(), piece * 16});
             std::size_t copied = 0;

@@ -274,7 +274,8 @@ bool FpduReader::places_into(ConstByteSpan memory) const {
   return false;
 }
 
-std::size_t FpduReader::plan_ahead(std::span<Piece> out, std::size_t most) {
+std::size_t FpduReader::plan_ahead(std::span<Piece> out, std::size_t most,
+                                   std::size_t min_ahead) {
   if (markers_ || failed() || out.empty() || !header_complete_) return 0;
   if (placement_.kind != Placement::Kind::kScatter || placement_.on_demand) return 0;
   std::size_t n = 0;
@@ -293,7 +294,7 @@ std::size_t FpduReader::plan_ahead(std::span<Piece> out, std::size_t most) {
     return 0;
   }
   const std::size_t segment = ulpdu_length_ - header_size_;
-  if (segment == 0 || header_size_ != wire::kTaggedHeaderSize) return n;
+  if (segment == 0 || segment < min_ahead || header_size_ != wire::kTaggedHeaderSize) return n;
   constexpr std::size_t kHeader = wire::kMpaLengthFieldSize + wire::kTaggedHeaderSize;
   std::size_t skip = 0;
   while (n + 2 <= out.size()) {

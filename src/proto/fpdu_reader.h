@@ -62,14 +62,14 @@ class FpduReader {
   // guessed as long as the current one), a piece for the trailer before it and its header, to
   // be received into a buffer and fed, and its payload in that place. At most out.size() pieces
   // and `most` bytes; only without markers, for memory that does not fault, past a payload in
-  // one span. Returns the pieces written (0: nothing to receive in place). The pieces are
+  // one span, and only if the current segment carries at least `min_ahead` payload bytes. Returns the pieces written (0: nothing to receive in place). The pieces are
   // guesses: take_in_place() takes a piece's bytes only where the headers that came put them,
   // and the caller feeds the rest.
   struct Piece {
     ByteSpan place;  // in place; empty: `size` bytes into a buffer, to be fed
     std::size_t size = 0;
   };
-  std::size_t plan_ahead(std::span<Piece> out, std::size_t most);
+  std::size_t plan_ahead(std::span<Piece> out, std::size_t most, std::size_t min_ahead);
   // `bytes`, received into a piece's place, are the stream's next bytes: takes those that belong
   // exactly there (the payload being received goes to bytes.data()); returns how many.
   std::size_t take_in_place(ByteSpan bytes);

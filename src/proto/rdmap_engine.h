@@ -59,8 +59,9 @@ class RdmapEngine final : private RxDelegate {
   ByteSpan direct_target() const { return reader_.direct_target(); }
   void commit_direct(std::size_t n);
   // A receive scattered ahead of the headers, and its bytes taken in place (FpduReader).
-  std::size_t plan_ahead(std::span<FpduReader::Piece> out, std::size_t most) {
-    return rx_open() ? reader_.plan_ahead(out, most) : 0;
+  std::size_t plan_ahead(std::span<FpduReader::Piece> out, std::size_t most,
+                         std::size_t min_ahead) {
+    return rx_open() ? reader_.plan_ahead(out, most, min_ahead) : 0;
   }
   std::size_t take_in_place(ByteSpan bytes);
   bool rx_in_payload() const { return reader_.in_payload(); }

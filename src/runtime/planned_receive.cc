@@ -6,11 +6,11 @@
 namespace uwarp::runtime {
 
 bool PlannedReceive::plan(verbs::QueuePair& qp, RdmapDriver& rdmap, ByteSpan buffer,
-                          std::size_t tail, std::size_t most, std::size_t min_in_place) {
-  planned_ = rdmap.plan_ahead(qp, plan_, most);
+                          std::size_t tail, const Limits& limits) {
+  planned_ = rdmap.plan_ahead(qp, plan_, limits.most, limits.min_ahead);
   std::size_t in_place = 0;
   for (std::size_t k = 0; k < planned_; ++k) in_place += plan_[k].place.size();
-  if (planned_ == 0 || in_place < min_in_place) return false;
+  if (planned_ == 0 || in_place < limits.min_in_place) return false;
   std::size_t buffered = 0;
   size_ = 0;
   for (std::size_t k = 0; k <= planned_; ++k) {

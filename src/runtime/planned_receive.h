@@ -32,12 +32,16 @@ class PlannedReceive {
   // The most pieces planned (trailers and headers included; IOV_MAX is 1024).
   static constexpr std::size_t kMaxPieces = 255;
 
-  // Plans the receive of at most `most` bytes: the pieces that are fed go to the start of
-  // `buffer`, then `tail` bytes more. False if fewer than `min_in_place` bytes would go in place
-  // (a receive into the buffer does as well). `buffer` must hold the pieces and the tail (the
-  // trailers and headers of kMaxPieces / 2 segments take under 3 KiB).
+  struct Limits {
+    std::size_t most = 0;          // bytes planned, at most (the tail aside)
+    std::size_t min_in_place = 0;  // fewer in place: no plan (a receive into a buffer does as well)
+    std::size_t min_ahead = 0;     // segments shorter than this: none guessed ahead
+  };
+  // Plans the receive: the pieces that are fed go to the start of `buffer`, then `tail` bytes
+  // more; false if there is no plan. `buffer` must hold the pieces and the tail (the trailers and
+  // headers of kMaxPieces / 2 segments take under 3 KiB).
   bool plan(verbs::QueuePair& qp, RdmapDriver& rdmap, ByteSpan buffer, std::size_t tail,
-            std::size_t most, std::size_t min_in_place) REQUIRES(qp.mutex());
+            const Limits& limits) REQUIRES(qp.mutex());
   std::span<const iovec> iov() const { return {iov_.data(), count_}; }
   // Bytes the receive asks for.
   std::size_t size() const { return size_; }

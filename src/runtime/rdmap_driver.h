@@ -54,9 +54,9 @@ class RdmapDriver {
   // A receive scattered ahead of the headers (proto::FpduReader::plan_ahead), and bytes received
   // into one of its places taken there (take_in_place; the rest is fed).
   std::size_t plan_ahead(verbs::QueuePair& qp, std::span<proto::FpduReader::Piece> out,
-                         std::size_t most) REQUIRES(qp.mutex()) {
+                         std::size_t most, std::size_t min_ahead) REQUIRES(qp.mutex()) {
     collect(qp);
-    return qp.receiving_locked() ? engine_.plan_ahead(out, most) : 0;
+    return qp.receiving_locked() ? engine_.plan_ahead(out, most, min_ahead) : 0;
   }
   std::size_t take_in_place(verbs::QueuePair& qp, ByteSpan bytes) REQUIRES(qp.mutex()) {
     collect(qp);

@@ -35,8 +35,9 @@ bool StreamReceiver::receive_direct(verbs::QueuePair& qp, RdmapDriver& rdmap, lo
   for (int i = 0; i < 64 && status > 0 && !holding(); ++i) {
     if (!rdmap.rx_open(qp)) break;
     PlannedReceive planned;
-    if (!planned.plan(qp, rdmap, buffer.first(kGatherAt), kSmallRead,
-                      buffer.size() - kGatherAt - kSmallRead, kDirectMin)) {
+    const PlannedReceive::Limits limits{buffer.size() - kGatherAt - kSmallRead, kDirectMin,
+                                        kAheadMin};
+    if (!planned.plan(qp, rdmap, buffer.first(kGatherAt), kSmallRead, limits)) {
       break;
     }
     large_payloads_ = true;

@@ -249,7 +249,7 @@ class Sim {
     std::size_t n = 0;
     runtime::PlannedReceive planned;
     if (to.rdmap->rx_open(*to.qp) && coin(opt.planned_percent) &&
-        planned.plan(*to.qp, *to.rdmap, planned_buffer, 512, gather.size() - 512, 1)) {
+        planned.plan(*to.qp, *to.rdmap, planned_buffer, 512, {gather.size() - 512, 1, 1})) {
       // As the kernel fills a scattered receive, then PlannedReceive takes what it got.
       n = std::min(avail, std::uniform_int_distribution<std::size_t>(1, planned.size())(rng));
       std::size_t copied = 0;
