@@ -299,8 +299,10 @@ std::size_t FpduReader::plan_ahead(std::span<Piece> out, std::size_t most,
   std::size_t skip = 0;
   while (n + 2 <= out.size()) {
     const ByteSpan place = sink_.placement_ahead(skip, segment);
-    if (place.empty() || place.size() > segment || bytes + gap + kHeader + place.size() > most)
+    if (place.empty() || place.size() < min_ahead || place.size() > segment ||
+        bytes + gap + kHeader + place.size() > most) {
       break;
+    }
     out[n++] = {{}, gap + kHeader};
     out[n++] = {place, place.size()};
     bytes += gap + kHeader + place.size();

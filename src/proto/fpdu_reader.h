@@ -62,7 +62,7 @@ class FpduReader {
   // guessed as long as the current one), a piece for the trailer before it and its header, to
   // be received into a buffer and fed, and its payload in that place. At most out.size() pieces
   // and `most` bytes; only without markers, for memory that does not fault, past a payload in
-  // one span, and only if the current segment carries at least `min_ahead` payload bytes. Returns the pieces written (0: nothing to receive in place). The pieces are
+  // one span, and only segments of at least `min_ahead` payload bytes (the current one too). Returns the pieces written (0: nothing to receive in place). The pieces are
   // guesses: take_in_place() takes a piece's bytes only where the headers that came put them,
   // and the caller feeds the rest.
   struct Piece {
