@@ -284,7 +284,7 @@ std::size_t FpduReader::plan_ahead(std::span<Piece> out, std::size_t most,
   if (state_ == State::kPayload) {
     const ByteSpan rest = payload_target();
     if (rest.empty()) return 0;
-    out[n++] = {rest, rest.size()};
+    out[n++] = {rest.data(), rest.size()};
     bytes = rest.size();
     if (rest.size() != payload_left_) return n;  // more spans follow: no guess past them
     gap = wire::fpdu_pad_length(ulpdu_length_) + wire::kMpaCrcSize;
@@ -303,8 +303,8 @@ std::size_t FpduReader::plan_ahead(std::span<Piece> out, std::size_t most,
         bytes + gap + kHeader + place.size() > most) {
       break;
     }
-    out[n++] = {{}, gap + kHeader};
-    out[n++] = {place, place.size()};
+    out[n++] = {nullptr, gap + kHeader};
+    out[n++] = {place.data(), place.size()};
     bytes += gap + kHeader + place.size();
     skip += place.size();
     gap = wire::fpdu_pad_length(wire::kTaggedHeaderSize + place.size()) + wire::kMpaCrcSize;

@@ -65,9 +65,9 @@ class FpduReader {
   // one span, and only segments of at least `min_ahead` payload bytes (the current one too). Returns the pieces written (0: nothing to receive in place). The pieces are
   // guesses: take_in_place() takes a piece's bytes only where the headers that came put them,
   // and the caller feeds the rest.
-  struct Piece {
-    ByteSpan place;  // in place; empty: `size` bytes into a buffer, to be fed
-    std::size_t size = 0;
+  struct Piece {  // trivial: arrays of them cost nothing to set up
+    std::uint8_t* place;  // where it is received in place; null: into a buffer, to be fed
+    std::size_t size;
   };
   std::size_t plan_ahead(std::span<Piece> out, std::size_t most, std::size_t min_ahead);
   // `bytes`, received into a piece's place, are the stream's next bytes: takes those that belong

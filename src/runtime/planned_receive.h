@@ -48,8 +48,8 @@ class PlannedReceive {
   // Calls `f` with the first `n` bytes received, in stream order, piece by piece.
   template <typename F>
   void each_received(std::size_t n, F&& f) const {
-    for (std::size_t k = 0, at = 0; k < count_ && at < n; at += into_[k].size(), ++k) {
-      f(ConstByteSpan(into_[k].first(std::min(into_[k].size(), n - at))));
+    for (std::size_t k = 0, at = 0; k < count_ && at < n; at += iov_[k].iov_len, ++k) {
+      f(ConstByteSpan(piece(k).first(std::min(iov_[k].iov_len, n - at))));
     }
   }
   // Takes the `n` bytes received. Returns those left to feed, copied in order into `gather`
@@ -58,10 +58,14 @@ class PlannedReceive {
       REQUIRES(qp.mutex());
 
  private:
+  ByteSpan piece(std::size_t k) const {
+    return ByteSpan(static_cast<std::uint8_t*>(iov_[k].iov_base), iov_[k].iov_len);
+  }
+
+  // Left uninitialized (trivial types): set up anew for each receive, a few slots used.
   std::array<proto::FpduReader::Piece, kMaxPieces> plan_;
+  std::array<iovec, kMaxPieces + 1> iov_;  // where each piece, then the tail, is received
   std::size_t planned_ = 0;
-  std::array<ByteSpan, kMaxPieces + 1> into_;  // where each piece, then the tail, is received
-  std::array<iovec, kMaxPieces + 1> iov_;
   std::size_t count_ = 0;  // planned_ + 1
   std::size_t size_ = 0;
 };
