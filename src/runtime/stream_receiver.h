@@ -77,11 +77,12 @@ class StreamReceiver {
   static constexpr std::size_t kThreadBufferSize = 256 * 1024;
   // A placement target at least this large is received into directly.
   static constexpr std::size_t kDirectMin = 2048;
-  // The segments after one at least this large are received ahead of their headers where the
-  // engine knows their places (a Read Response's). Not below: at 1,428-byte FPDUs (veth, MSS
-  // 1448) a receive scattered over each payload and its 20-byte trailer and header cost the
-  // requester more than the copy it saves (veth Reads of 64 KiB lost a fifth), with 32 KiB and
-  // 64 KiB FPDUs on loopback it cost less (docs/performance.md, "Read Responses received ahead").
+  // Segments of at least this many payload bytes are received ahead of their headers where the
+  // engine knows their places (a Read Response's). Not smaller ones: at 1,428-byte FPDUs (veth,
+  // MSS 1448) a receive scattered over each payload and the 20-byte trailer and header between
+  // cost the requester more than the copy it saves (64 KiB Reads lost a fifth); with 64 KiB
+  // FPDUs 1 MiB Reads gained a tenth to a sixth (docs/performance.md, "Read Responses received
+  // ahead").
   static constexpr std::size_t kAheadMin = 16 * 1024;
   // With large payloads, a receive into a buffer asks for only this much (trailer, next header),
   // so that the payload itself goes straight to its place; a receive into the place asks for this
