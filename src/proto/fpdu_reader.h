@@ -62,9 +62,10 @@ class FpduReader {
   // guessed as long as the current one), a piece for the trailer before it and its header, to
   // be received into a buffer and fed, and its payload in that place. At most out.size() pieces
   // and `most` bytes; only without markers, for memory that does not fault, past a payload in
-  // one span, and only segments of at least `min_ahead` payload bytes (the current one too). Returns the pieces written (0: nothing to receive in place). The pieces are
-  // guesses: take_in_place() takes a piece's bytes only where the headers that came put them,
-  // and the caller feeds the rest.
+  // one span, and only segments of at least `min_ahead` payload bytes (the current one too).
+  // Returns the pieces written (0: nothing to receive in place). The pieces are guesses:
+  // take_in_place() takes a piece's bytes only where the headers that came put them, and the
+  // caller feeds the rest.
   struct Piece {  // trivial: arrays of them cost nothing to set up
     std::uint8_t* place;  // where it is received in place; null: into a buffer, to be fed
     std::size_t size;
