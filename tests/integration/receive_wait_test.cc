@@ -42,6 +42,24 @@ void post_recv(Side& s, std::size_t offset, std::uint32_t length, std::uint64_t 
   ASSERT_TRUE(s.qp.post_recv({id, {&r, 1}}));
 }
 
+// The next `n` send completions of `c`, each a success.
+void expect_sends_succeed(Side& c, std::size_t n) {
+  for (std::size_t i = 0; i < n; ++i) {
+    auto sent = wait_wc(c.cq);
+    ASSERT_TRUE(sent);
+    EXPECT_EQ(sent->status, WcStatus::kSuccess) << to_string(sent->status);
+  }
+}
+
+// Posts a 64-byte receive `id` at the start of `s`'s buffer and waits for its completion.
+void expect_64_byte_receive(Side& s, std::uint64_t id) {
+  post_recv(s, 0, 64, id);
+  auto got = wait_wc(s.cq);
+  ASSERT_TRUE(got);
+  EXPECT_EQ(got->status, WcStatus::kSuccess) << to_string(got->status);
+  EXPECT_EQ(got->wr_id, id);
+}
+
 class ReceiveWaitTest : public ::testing::TestWithParam<bool> {};
 
 // Messages of every size, from one byte to several times the bounce buffer (placed straight
@@ -79,11 +97,7 @@ TEST_P(ReceiveWaitTest, SendsWithoutAReceiveWaitAndArriveWholeInOrder) {
     rat += sizes[i];
     if (i % 2 == 0) std::this_thread::sleep_for(milliseconds(20));
   }
-  for (std::size_t i = 0; i < sizes.size(); ++i) {
-    auto sent = wait_wc(c.cq);
-    ASSERT_TRUE(sent);
-    EXPECT_EQ(sent->status, WcStatus::kSuccess) << to_string(sent->status);
-  }
+  ASSERT_NO_FATAL_FAILURE(expect_sends_succeed(c, sizes.size()));
   EXPECT_EQ(c.qp.state(), QpState::kRts);
   EXPECT_EQ(s.qp.state(), QpState::kRts);
 }
@@ -126,11 +140,7 @@ TEST_P(ReceiveWaitTest, ALargeRemainderWaitsWholeBehindARunOfSmallSends) {
   for (std::size_t i = kFirst; i < kCount; ++i) post_recv(s, i * kSize, kSize, 1000 + i);
   for (std::size_t i = kFirst; i < kCount; ++i) expect_receive(i);
   EXPECT_EQ(std::memcmp(s.buf.data(), data.data(), data.size()), 0);
-  for (std::size_t i = 0; i < kCount; ++i) {
-    auto sent = wait_wc(c.cq);
-    ASSERT_TRUE(sent);
-    EXPECT_EQ(sent->status, WcStatus::kSuccess) << to_string(sent->status);
-  }
+  ASSERT_NO_FATAL_FAILURE(expect_sends_succeed(c, kCount));
   EXPECT_EQ(s.qp.state(), QpState::kRts);
 }
 
@@ -149,19 +159,9 @@ TEST_P(ReceiveWaitTest, AWriteBehindAWaitingSendWaitsWithIt) {
   post_send(c, 0, 64, 3);
   std::this_thread::sleep_for(milliseconds(150));
   EXPECT_EQ(s.buf[8192], 0) << "the Write overtook the Send that waits";
-  for (std::uint64_t id = 7; id <= 8; ++id) {
-    post_recv(s, 0, 64, id);
-    auto got = wait_wc(s.cq);
-    ASSERT_TRUE(got);
-    EXPECT_EQ(got->status, WcStatus::kSuccess) << to_string(got->status);
-    EXPECT_EQ(got->wr_id, id);
-  }
+  for (std::uint64_t id = 7; id <= 8; ++id) ASSERT_NO_FATAL_FAILURE(expect_64_byte_receive(s, id));
   EXPECT_EQ(s.buf[8192], 0xAB);
-  for (int i = 0; i < 3; ++i) {
-    auto sent = wait_wc(c.cq);
-    ASSERT_TRUE(sent);
-    EXPECT_EQ(sent->status, WcStatus::kSuccess) << to_string(sent->status);
-  }
+  ASSERT_NO_FATAL_FAILURE(expect_sends_succeed(c, 3));
 }
 
 // A Send right behind a large Write: the Write's payloads are received in place, and the bytes
@@ -190,11 +190,7 @@ TEST_P(ReceiveWaitTest, ASendRightBehindALargeWriteWaitsWithWhatFollows) {
   std::this_thread::sleep_for(milliseconds(150));
   EXPECT_EQ(s.buf[2 * kWrite - 1], 0) << "the first Write overtook the Send that waits";
   for (std::uint64_t id = 11; id <= 13; ++id) {
-    post_recv(s, 0, 64, id);
-    auto got = wait_wc(s.cq);
-    ASSERT_TRUE(got);
-    EXPECT_EQ(got->status, WcStatus::kSuccess) << to_string(got->status);
-    EXPECT_EQ(got->wr_id, id);
+    ASSERT_NO_FATAL_FAILURE(expect_64_byte_receive(s, id));
     if (id == 11) {
       std::this_thread::sleep_for(milliseconds(150));
       EXPECT_EQ(s.buf[3 * kWrite - 1], 0) << "the second Write overtook the Send that waits";
@@ -204,11 +200,7 @@ TEST_P(ReceiveWaitTest, ASendRightBehindALargeWriteWaitsWithWhatFollows) {
           << "the Write before receive " << id << " is placed";
     }
   }
-  for (int i = 0; i < 5; ++i) {
-    auto sent = wait_wc(c.cq);
-    ASSERT_TRUE(sent);
-    EXPECT_EQ(sent->status, WcStatus::kSuccess) << to_string(sent->status);
-  }
+  ASSERT_NO_FATAL_FAILURE(expect_sends_succeed(c, 5));
 }
 
 // An RDMA Write with Immediate takes a receive too: its Immediate Data message waits.
