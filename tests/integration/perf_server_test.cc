@@ -206,6 +206,22 @@ TEST_F(PerfServerTest, TcpBaselineStreamsOverManyConnections) {
   EXPECT_EQ(out.find("failed"), std::string::npos) << out;
 }
 
+// The TCP baseline's stream framed as FPDUs (--framed): the server checks the last message's
+// bytes and fails the transfer if the frames did not put them in place; at a size of one frame
+// and at one of several (loopback's MSS makes frames of about 64 KiB).
+TEST_F(PerfServerTest, TcpBaselineFramedStreamArrivesInPlace) {
+  ASSERT_NO_FATAL_FAILURE(start_server(true));
+  const std::string log = ::testing::TempDir() + "uwarp-perf-tcp-framed.log";
+  const pid_t client = spawn({UWARP_PERF_BIN, "client", "127.0.0.1", "--port", std::to_string(port_),
+                              "--tcp", "--framed", "--no-latency", "--sizes", "4K,1M", "--iters", "50",
+                              "--json", "--no-progress"},
+                             log);
+  ASSERT_EQ(wait_exit(client, std::chrono::seconds(60)), 0) << slurp(log);
+  const std::string out = slurp(log);
+  EXPECT_EQ(out.find("failed"), std::string::npos) << out;
+  EXPECT_NE(out.find("\"size\": 1048576"), std::string::npos) << out;
+}
+
 // The memory-polling ping-pong of the TCP baseline (--placer): each message is placed by a
 // receiving thread or a SIGIO handler while both ends spin on memory; the last echo, placed that
 // way, must carry the pattern (verified: " yes"), at a small and a segmented size, and one

@@ -30,7 +30,7 @@ void print_usage(std::FILE* out) {
       "  uwarp-perf client HOST [--port P] --op send|write|read [--size N | --sizes a,b,c]\n"
       "                    [--iters K] [--qps Q] [--depth D] [--crc] [--verify] [--json] "
       "[--no-progress] [--tcp]\n"
-      "                    [--placer thread|signal]\n"
+      "                    [--placer thread|signal] [--framed]\n"
       "                    [--shared-buffer] [--post-list N] [--wait poll|block] [--audit]\n"
       "                    [--no-latency] [--hold S] [--fpdu N]\n"
       "  uwarp-perf loopback [client options]   both ends in this process, over 127.0.0.1\n"
@@ -39,6 +39,9 @@ void print_usage(std::FILE* out) {
       "--placer thread|signal: with --tcp, the ping-pong as ib_write_lat -R runs it: both ends\n"
       "  spin on memory, and a receiving thread (or a SIGIO handler on the spinning thread)\n"
       "  receives each message and places it there\n"
+      "--framed: with --tcp and --no-latency, the stream's messages go as FPDUs of one TCP\n"
+      "  segment each would (length, DDP header, payload, pad, trailer), gathered by the sender\n"
+      "  and copied out of a buffer by the receiver: what framing alone costs over this TCP\n"
       "--shared-buffer: all data QPs use one buffer on each side (many QPs then touch the memory\n"
       "  of one; not with --verify)\n"
       "--post-list N: bandwidth runs post up to N requests at a time as one list (default 1)\n"
@@ -196,6 +199,8 @@ std::optional<Options> parse_options(int argc, char** argv) {
       o.once = true;
     } else if (a == "--tcp") {
       o.tcp = true;
+    } else if (a == "--framed") {
+      o.framed = true;
     } else if (a == "--placer") {
       const char* s = value("--placer");
       const std::string_view placer = s ? s : "";
@@ -222,6 +227,12 @@ std::optional<Options> parse_options(int argc, char** argv) {
   }
   if (o.placer != Placer::kNone && !o.tcp) {
     std::fprintf(stderr, "uwarp-perf: --placer belongs to the TCP baseline (--tcp)\n");
+    return std::nullopt;
+  }
+  if (o.framed && (!o.tcp || o.latency || o.qps != 1)) {
+    std::fprintf(stderr,
+                 "uwarp-perf: --framed is a stream of the TCP baseline (--tcp --no-latency, "
+                 "one connection)\n");
     return std::nullopt;
   }
   if (o.shared_buffer && o.verify) {

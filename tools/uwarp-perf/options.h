@@ -38,6 +38,7 @@ struct Options {
   bool once = false;  // server: exit after one client
   bool tcp = false;   // the raw TCP baseline instead of uwarp
   Placer placer = Placer::kNone;  // --tcp: who receives the ping-pong (tcp_placer.h)
+  bool framed = false;  // --tcp: the stream as FPDU-shaped frames (tcp_frames.h)
   bool shared_buffer = false;  // one buffer for all data QPs (protocol.h: kHelloSharedBuffer)
   bool audit = false;  // account for every work request, threads and fds at exit (audit.h)
   std::uint32_t hold_s = 0;  // client: seconds the connections stay open after the runs

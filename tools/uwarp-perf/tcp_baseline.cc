@@ -32,6 +32,7 @@
 
 #include "protocol.h"
 #include "runner.h"
+#include "tcp_frames.h"
 #include "tcp_io.h"
 #include "tcp_placer.h"
 
@@ -44,9 +45,24 @@ struct TcpRequest {
   std::uint32_t size;
   std::uint32_t stream_iters;  // per connection
   std::uint32_t pingpong_iters;
-  std::uint32_t connections;  // 1, or the group's size (the stream goes over all of them)
-  std::uint32_t placer;       // Placer: who receives the ping-pong's messages
+  std::uint32_t connections;    // 1, or the group's size (the stream goes over all of them)
+  std::uint32_t placer;         // Placer: who receives the ping-pong's messages
+  std::uint32_t frame_payload;  // 0: plain bytes; else frames of up to this payload (--framed)
 };
+
+// The pattern of every message the client sends (protocol.h: fill_pattern).
+constexpr std::uint32_t kPatternSeed = 1;
+
+// The largest frame payload a request may name: an FPDU's largest ULPDU less the DDP header.
+constexpr std::uint32_t kMaxFramePayload = 65520;
+
+// The connection's MSS (TCP_MAXSEG), 0 if unknown.
+std::size_t tcp_mss(int fd) {
+  int mss = 0;
+  socklen_t len = sizeof mss;
+  if (::getsockopt(fd, IPPROTO_TCP, TCP_MAXSEG, &mss, &len) != 0 || mss <= 0) return 0;
+  return static_cast<std::size_t>(mss);
+}
 
 // Bounds every wait of the group mode: a peer silent this long has failed.
 constexpr int kGroupTimeoutMs = 20000;
@@ -197,6 +213,12 @@ bool serve_request(int listener, std::vector<int>& group, const TcpRequest& req)
   if (req.connections > 1) {
     if (group.size() == 1 && !accept_group(listener, req.connections, group)) return false;
     if (group.size() != req.connections || !receive_group(group, req.size, req.stream_iters)) return false;
+  } else if (req.frame_payload != 0) {
+    FrameReceiver frames(req.frame_payload);
+    for (std::uint32_t i = 0; i < req.stream_iters; ++i)
+      if (!frames.receive_message(fd, buf.data(), req.size)) return false;
+    // The frames' payloads must have landed whole and in order: the last message is checked.
+    if (req.stream_iters > 0 && !check_pattern(buf.data(), req.size, kPatternSeed)) return false;
   } else {
     for (std::uint32_t i = 0; i < req.stream_iters; ++i)
       if (!recv_all(fd, buf.data(), req.size)) return false;
@@ -224,9 +246,10 @@ void serve_connection(int listener, int fd) {
   TcpRequest req;
   while (recv_all(fd, &req, sizeof req)) {
     req = {ntohl(req.size), ntohl(req.stream_iters), ntohl(req.pingpong_iters), ntohl(req.connections),
-           ntohl(req.placer)};
+           ntohl(req.placer), ntohl(req.frame_payload)};
     if (req.size == 0 || req.size > (64u << 20) || req.connections == 0 || req.connections > 1024 ||
-        req.placer > static_cast<std::uint32_t>(Placer::kSignal) ||
+        req.placer > static_cast<std::uint32_t>(Placer::kSignal) || req.frame_payload > kMaxFramePayload ||
+        (req.frame_payload != 0 && (req.connections != 1 || req.pingpong_iters != 0)) ||
         !serve_request(listener, group, req)) {
       break;
     }
@@ -266,15 +289,20 @@ bool measure(const std::vector<int>& fds, const Options& o, std::uint32_t size, 
   const std::uint32_t pingpongs = group || !o.latency ? 0 :
       static_cast<std::uint32_t>(std::min<std::uint64_t>(r.iters, size <= 65536 ? 1000 : 100));
   std::vector<std::uint8_t> src(size), dst(size);
-  fill_pattern(src.data(), size, 1);
+  fill_pattern(src.data(), size, kPatternSeed);
+  std::optional<FrameSender> frames;
+  if (o.framed) frames.emplace(frame_payload_for_mss(tcp_mss(fd)));
   // The stream of `iters` messages (on each connection), then the server's answer.
   auto stream = [&](std::uint64_t iters, std::uint32_t then_pingpongs) {
     const TcpRequest req{htonl(size), htonl(static_cast<std::uint32_t>(iters)), htonl(then_pingpongs),
                          htonl(static_cast<std::uint32_t>(fds.size())),
-                         htonl(static_cast<std::uint32_t>(then_pingpongs > 0 ? o.placer : Placer::kNone))};
+                         htonl(static_cast<std::uint32_t>(then_pingpongs > 0 ? o.placer : Placer::kNone)),
+                         htonl(static_cast<std::uint32_t>(frames ? frames->max_payload() : 0))};
     bool ok = send_all(fd, &req, sizeof req);
     if (group) {
       ok = ok && stream_group(fds, src.data(), size, iters);
+    } else if (frames) {
+      for (std::uint64_t i = 0; i < iters && ok; ++i) ok = frames->send_message(fd, src.data(), size);
     } else {
       for (std::uint64_t i = 0; i < iters && ok; ++i) ok = send_all(fd, src.data(), size);
     }
@@ -313,7 +341,7 @@ bool measure(const std::vector<int>& fds, const Options& o, std::uint32_t size, 
   r.lat_mean_us = mean(us);
   r.lat_median_us = percentile(us, 0.5);
   r.lat_p99_us = percentile(us, 0.99);
-  r.verified = o.verify && ok && check_pattern(dst.data(), size, 1);  // the last echo
+  r.verified = o.verify && ok && check_pattern(dst.data(), size, kPatternSeed);  // the last echo
   if (!ok) {
     r.error = "TCP transfer failed";
     return false;
