@@ -1,5 +1,7 @@
 #include "runtime/stream.h"
 
+#include "io/receive_buffer.h"
+#include "io/socket.h"
 #include "runtime/silent_peer.h"
 #include "runtime/stream_end.h"
 
@@ -19,6 +21,10 @@ Stream::Stream(Engine& engine, Engine& observer_engine, io::Fd fd, verbs::QueueP
       tx_(engine, fd_.get()) {}
 
 void Stream::start(const verbs::LinkParams& params, ConstByteSpan early_bytes) {
+  // Before the data: a short path's receive queue stays within the caches (io/receive_buffer.h).
+  if (io::TcpInfo info; io::tcp_info(fd_.get(), info)) {
+    io::bound_short_path_receive_buffer(fd_.get(), info.rtt_us);
+  }
   if (Status s = engine_.backend().attach(fd_.get(), this); !s) {
     teardown(false, s.to_string());
     return;
