@@ -1,12 +1,12 @@
 // The receive buffer of a connection whose path is short (loopback, a host's namespaces, a rack).
 //
 // The kernel sizes a connection's receive buffer by what its receiver copied out per round trip,
-// up to net.ipv4.tcp_rmem's maximum (32 MiB on Debian). Where the receiver is the slower end, as
-// a progress thread placing 1 MiB Writes on loopback, the queue then fills what it is given: 4 to
-// 14.5 MB were sampled waiting there. By the time the receiver copies them those bytes have left
-// the caches, both ends spend more per byte, and the connection settles in its slow mode (loopback
-// 1 MiB Writes 42-53 Gb/s against 55-69 with the buffer below; docs/performance.md, "The receive
-// queue of a short path").
+// up to net.ipv4.tcp_rmem's maximum (the kernel's default 6 MiB, 32 MiB on some hosts). Where the
+// receiver is the slower end, as a progress thread placing 1 MiB Writes on loopback, the queue
+// then fills what it is given: up to 14.5 MB was sampled waiting there. By the time the receiver
+// copies those bytes they have left the caches, both ends spend more per byte, and the connection
+// settles in its slow mode (loopback 1 MiB Writes 42-53 Gb/s against 55-69 with the buffer below;
+// docs/performance.md, "The receive queue of a short path").
 //
 // So a connection whose round trip, as TCP measured it while connecting, is below
 // kShortPathRttUs gets a fixed receive buffer (SO_RCVBUF, which ends the autotuning): 4 MiB by
