@@ -30,6 +30,7 @@
 #include <thread>
 #include <vector>
 
+#include "io/socket.h"
 #include "protocol.h"
 #include "runner.h"
 #include "tcp_frames.h"
@@ -55,14 +56,6 @@ constexpr std::uint32_t kPatternSeed = 1;
 
 // The largest frame payload a request may name: an FPDU's largest ULPDU less the DDP header.
 constexpr std::uint32_t kMaxFramePayload = 65520;
-
-// The connection's MSS (TCP_MAXSEG), 0 if unknown.
-std::size_t tcp_mss(int fd) {
-  int mss = 0;
-  socklen_t len = sizeof mss;
-  if (::getsockopt(fd, IPPROTO_TCP, TCP_MAXSEG, &mss, &len) != 0 || mss <= 0) return 0;
-  return static_cast<std::size_t>(mss);
-}
 
 // Bounds every wait of the group mode: a peer silent this long has failed.
 constexpr int kGroupTimeoutMs = 20000;
@@ -291,7 +284,7 @@ bool measure(const std::vector<int>& fds, const Options& o, std::uint32_t size, 
   std::vector<std::uint8_t> src(size), dst(size);
   fill_pattern(src.data(), size, kPatternSeed);
   std::optional<FrameSender> frames;
-  if (o.framed) frames.emplace(frame_payload_for_mss(tcp_mss(fd)));
+  if (o.framed) frames.emplace(frame_payload_for_mss(io::tcp_mss(fd)));
   // The stream of `iters` messages (on each connection), then the server's answer.
   auto stream = [&](std::uint64_t iters, std::uint32_t then_pingpongs) {
     const TcpRequest req{htonl(size), htonl(static_cast<std::uint32_t>(iters)), htonl(then_pingpongs),

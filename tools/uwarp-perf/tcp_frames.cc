@@ -7,6 +7,7 @@
 #include <cstring>
 
 #include "proto/wire_image.h"
+#include "runtime/transmitter.h"
 #include "wire/ddp.h"
 #include "wire/fpdu.h"
 
@@ -24,10 +25,7 @@ constexpr std::uint8_t kZeros[8] = {};
 }  // namespace
 
 std::size_t frame_payload_for_mss(std::size_t mss) {
-  // As runtime::Transmitter sizes FPDUs: the largest that fits in the MSS rounded down to 8
-  // (1448 where the MSS is not known).
-  if (mss == 0) mss = 1448;
-  const std::size_t ulpdu = wire::max_ulpdu_for_fpdu_size(mss & ~std::size_t{7});
+  const std::size_t ulpdu = runtime::max_ulpdu_for_mss(mss);
   return ulpdu > wire::kTaggedHeaderSize ? ulpdu - wire::kTaggedHeaderSize : 4;
 }
 

@@ -24,8 +24,8 @@
 
 namespace uwarp::perf {
 
-// The payload of one frame on a connection whose MSS is `mss`: as much as an FPDU of one
-// segment holds, as uwarp segments a Write there.
+// The payload of one frame on a connection whose MSS is `mss` (0: not known): as much as an FPDU
+// of one segment holds, as uwarp segments a Write there (runtime::max_ulpdu_for_mss).
 std::size_t frame_payload_for_mss(std::size_t mss);
 
 class FrameSender {
