@@ -6,7 +6,7 @@
 
 #include <gtest/gtest.h>
 
-#include "io/socket.h"
+#include "loopback_connection.h"
 
 namespace uwarp::io {
 namespace {
@@ -50,13 +50,9 @@ TEST(ShortPathReceiveBuffer, OnlyShortMeasuredPathsWhereTheWholeBufferIsAllowed)
 // twice what was asked for) where this namespace's rmem_max allows it, and keeps the kernel's
 // otherwise; a long round trip leaves it alone.
 TEST(ShortPathReceiveBuffer, SetsTheSocketsBufferOrLeavesIt) {
-  auto addr = SocketAddress::resolve("127.0.0.1", 0);
-  ASSERT_TRUE(addr);
-  auto listener = tcp_listen(*addr, 4);
-  ASSERT_TRUE(listener);
-  auto connected = tcp_connect_start(local_address(listener->get()));
-  ASSERT_TRUE(connected);
-  const int fd = connected->get();
+  auto c = connect_on_loopback();
+  ASSERT_TRUE(c);
+  const int fd = c->connected.get();
   const int before = rcvbuf(fd);
   EXPECT_FALSE(bound_short_path_receive_buffer(fd, 100000));
   EXPECT_EQ(rcvbuf(fd), before);

@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include "io/socket.h"
+#include "loopback_connection.h"
 
 namespace uwarp::io {
 namespace {
@@ -58,14 +59,10 @@ TEST(LivenessBound, ZeroLeavesTheKernelDefaults) {
 }
 
 TEST(LivenessBound, EveryStreamGetsTheProcessBound) {
-  auto addr = SocketAddress::resolve("127.0.0.1", 0);
-  ASSERT_TRUE(addr);
-  auto listener = tcp_listen(*addr, 4);
-  ASSERT_TRUE(listener);
-  auto connected = tcp_connect_start(local_address(listener->get()));
-  ASSERT_TRUE(connected);
-  EXPECT_EQ(get_int(connected->get(), IPPROTO_TCP, TCP_USER_TIMEOUT), static_cast<int>(liveness_bound_ms()));
-  EXPECT_EQ(get_int(connected->get(), SOL_SOCKET, SO_KEEPALIVE), liveness_bound_ms() != 0 ? 1 : 0);
+  auto c = connect_on_loopback();
+  ASSERT_TRUE(c);
+  EXPECT_EQ(get_int(c->connected.get(), IPPROTO_TCP, TCP_USER_TIMEOUT), static_cast<int>(liveness_bound_ms()));
+  EXPECT_EQ(get_int(c->connected.get(), SOL_SOCKET, SO_KEEPALIVE), liveness_bound_ms() != 0 ? 1 : 0);
 }
 
 }  // namespace
