@@ -24,7 +24,7 @@ namespace {
 
 class NullLink final : public QpLink {
  public:
-  void doorbell(QueuePair&) override {}
+  void doorbell(QueuePair&, Doorbell) override {}
   void settle_send(QueuePair&) override {}
   void revoke(QueuePair&, const proto::RevokedRegion&, bool) override {
   }                                                        // nothing deregisters here

@@ -34,7 +34,7 @@ namespace {
 // error nothing more is read from the flushed requests' memory.
 class CollectingLink final : public verbs::QpLink {
  public:
-  void doorbell(verbs::QueuePair&) override {}
+  void doorbell(verbs::QueuePair&, verbs::Doorbell) override {}
   void settle_send(verbs::QueuePair&) override {}  // it makes no sends
   // As runtime::Stream: reception waited for a receive; it resumes before the next feed.
   void receive_posted(verbs::QueuePair&) override { resume = true; }

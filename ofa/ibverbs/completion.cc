@@ -115,8 +115,10 @@ runtime::CompletionChannel& runtime_channel(OfaChannel& ch) {
 int poll_cq(ibv_cq* cq, int num_entries, ibv_wc* wc) {
   if (num_entries <= 0) return 0;
   verbs::CompletionQueue& core = detail::Access::impl(*OfaCq::from(cq)->core)->cq;
-  // Busy polling, as the native API's CompletionQueue::poll: an empty CQ makes the caller
-  // receive for the QPs that complete on it (docs/threading.md).
+  // Busy polling, as the native API's CompletionQueue::poll: the posts this thread left for its
+  // next poll go out, and an empty CQ makes the caller receive for the QPs that complete on it
+  // (docs/threading.md).
+  runtime::send_posts_left_queued();
   if (core.size() == 0 && !runtime::drive_empty_poll(core)) return 0;
   constexpr int kBatch = 16;
   std::array<WorkCompletion, kBatch> batch;

@@ -69,6 +69,7 @@ std::optional<void*> CompletionChannel::get_event(int timeout_ms) {
 std::size_t CompletionQueue::poll(std::span<WorkCompletion> out) {
   // Busy polling: an empty CQ makes the caller receive for the QPs that complete on it, instead
   // of waiting for the progress thread to wake up (docs/threading.md).
+  runtime::send_posts_left_queued();  // the posts this thread left for its next poll
   const std::size_t n = impl_->cq.poll(out);
   if (n != 0 || out.empty()) return n;
   return runtime::drive_empty_poll(impl_->cq) ? impl_->cq.poll(out) : 0;

@@ -32,4 +32,9 @@ void yield_to_busy_progress(std::chrono::steady_clock::time_point now);
 // progress, yields as above. True if one did (the CQ is worth polling again).
 bool drive_empty_poll(verbs::CompletionQueue& cq);
 
+// An application thread polls a CQ (any CQ, before it looks at it): the posts it left queued
+// on any stream (runtime/doorbell_batching.h) go out now. Cheap (a thread-local check) when there
+// are none. Implemented by the stream (runtime/stream.cc).
+void send_posts_left_queued();
+
 }  // namespace uwarp::runtime

@@ -1,13 +1,24 @@
 #include "runtime/stream.h"
 
+#include <vector>
+
 #include "io/receive_buffer.h"
 #include "io/socket.h"
+#include "runtime/progress_activity.h"
 #include "runtime/silent_peer.h"
 #include "runtime/stream_end.h"
+#include "stats/count.h"
 
 namespace uwarp::runtime {
 namespace {
+
 constexpr auto kLinger = std::chrono::seconds(3);
+
+// Whether this thread has polled a CQ, and the streams whose posts it left queued
+// (DoorbellBatching): they go out at its next poll (send_posts_left_queued).
+thread_local bool t_polls_cqs = false;
+thread_local std::vector<std::shared_ptr<Stream>> t_left_queued;
+
 }  // namespace
 
 Stream::Stream(Engine& engine, Engine& observer_engine, io::Fd fd, verbs::QueuePair& qp,
@@ -78,16 +89,71 @@ void Stream::sample_tcp_later() {
   });
 }
 
-void Stream::doorbell(verbs::QueuePair& qp) {
+void send_posts_left_queued() {
+  t_polls_cqs = true;
+  if (t_left_queued.empty()) return;
+  std::erase_if(t_left_queued, [](const std::shared_ptr<Stream>& s) { return s->send_left_queued(); });
+}
+
+bool Stream::send_left_queued() {
+  if (!mu_.try_lock()) return false;  // the engine thread is inside: the next poll tries again
+  MutexLock lock(mu_, std::adopt_lock);
+  if (qp_ == nullptr) return true;
+  MutexLock qlock(qp_->mutex());
+  if (batching_.deferred()) pump_tx_locked(*qp_);
+  return true;
+}
+
+void Stream::doorbell(verbs::QueuePair& qp, verbs::Doorbell kind) {
+  // Only a thread that polls CQs flushes what it left queued.
+  const bool may_wait = kind == verbs::Doorbell::kMayWait && t_polls_cqs;
+  if (may_wait) {
+    const Clock::time_point now = Clock::now();
+    switch (batching_.ring(now)) {
+      case DoorbellBatching::Ring::kDeferAndArm:
+        t_left_queued.push_back(shared_from_this());
+        arm_batch_deadline_locked(qp);
+        stats::add(qp.counters(), stats::Counter::kPostsLeftForPoll);
+        return;
+      case DoorbellBatching::Ring::kDefer:
+        stats::add(qp.counters(), stats::Counter::kPostsLeftForPoll);
+        return;
+      case DoorbellBatching::Ring::kSend:
+        break;
+    }
+  }
   // The sends release the QP lock, and another thread may unbind the QP and let the stream go
   // meanwhile: it lives until this call returns. The application keeps the QP alive across its
   // own call.
   const std::shared_ptr<Stream> keep = shared_from_this();
   pump_tx_locked(qp, Transmitter::SendMode::kReleasing);
+  if (may_wait) batching_.doorbell_ended(Clock::now());
+}
+
+void Stream::arm_batch_deadline_locked(verbs::QueuePair&) {
+  if (batch_timer_ != 0) return;  // it looks again when it fires
+  batch_timer_ = engine_.add_timer(batching_.deadline(), [weak = weak_from_this()] {
+    if (auto self = weak.lock()) self->check_batch_deadline();
+  });
+}
+
+void Stream::check_batch_deadline() {
+  MutexLock lock(mu_);
+  if (qp_ == nullptr) return;
+  verbs::QueuePair& qp = *qp_;
+  MutexLock qlock(qp.mutex());
+  batch_timer_ = 0;
+  if (batching_.deadline_passed(Clock::now())) {
+    stats::add(qp.counters(), stats::Counter::kBatchDeadlines);
+    pump_tx_locked(qp);  // no poll came: the posts go now (batching may back off)
+  } else if (batching_.deferred()) {
+    arm_batch_deadline_locked(qp);  // a later burst's posts: their own deadline
+  }
 }
 
 void Stream::pump_tx_locked(verbs::QueuePair& qp, Transmitter::SendMode mode) {
   if (!rdmap_) return;  // not started yet
+  batching_.sent();     // whatever posts were left queued go now
   if (qp.take_rtr_received_locked()) {
     observer_engine_.post([observer = observer_] {
       if (auto o = observer.lock()) o->stream_rtr_received();
@@ -308,9 +374,14 @@ bool Stream::poll_rx(bool claim, Clock::time_point now) {
   const StreamReceiver::Outcome out = received_locked(rx_.receive(*qp_, *rdmap_));
   if (qp_ == nullptr) return out.progress;
   if (out.waiting) wait_for_receive_locked();
-  // And what waits for send space (Read Responses, Writes posted while the socket was full).
+  // And what waits: posts left for this poll (DoorbellBatching), or send space (Read
+  // Responses, Writes posted while the socket was full).
   const std::uint64_t sent_before = tx_.bytes();
-  after_tx_locked(tx_.poll_send(*qp_, *rdmap_));
+  if (batching_.deferred()) {
+    pump_tx_locked(*qp_);
+  } else {
+    after_tx_locked(tx_.poll_send(*qp_, *rdmap_));
+  }
   const bool progress = out.progress || tx_.bytes() != sent_before;
   if (claim && progress) handoff_.busy_until(now, Clock::now());
   return progress;
@@ -320,7 +391,12 @@ void Stream::cq_armed() {
   // The application is going to sleep: the engine thread receives again, at once.
   handoff_.release();
   MutexLock lock(mu_);
-  if (qp_ == nullptr || watching_) return;
+  if (qp_ == nullptr) return;
+  {
+    MutexLock qlock(qp_->mutex());
+    if (batching_.deferred()) pump_tx_locked(*qp_);  // posts left for a poll that will not come
+  }
+  if (watching_) return;
   watch_locked(true);
 }
 

@@ -26,6 +26,7 @@
 #include <string>
 
 #include "io/backend.h"
+#include "runtime/doorbell_batching.h"
 #include "runtime/engine.h"
 #include "runtime/poll_handoff.h"
 #include "runtime/rdmap_driver.h"
@@ -58,8 +59,9 @@ class Stream final : public io::IoHandler,
   int fd() const { return fd_.get(); }
 
   // verbs::QpLink (QP lock held): transmits and collects what the QP asks. The doorbell's
-  // sends release the QP lock (Transmitter::SendMode::kReleasing).
-  void doorbell(verbs::QueuePair& qp) override REQUIRES(qp.mutex());
+  // sends release the QP lock (Transmitter::SendMode::kReleasing). A post of kind kMayWait may
+  // be left queued for the next poll (DoorbellBatching).
+  void doorbell(verbs::QueuePair& qp, verbs::Doorbell kind) override REQUIRES(qp.mutex());
   void settle_send(verbs::QueuePair& qp) override REQUIRES(qp.mutex()) { tx_.settle_send(qp); }
   void revoke(verbs::QueuePair& qp, const proto::RevokedRegion& revoked, bool qp_in_use) override
       REQUIRES(qp.mutex());
@@ -114,6 +116,14 @@ class Stream final : public io::IoHandler,
   // Any thread, any lock: check_receive_wait(true) soon, on the engine thread.
   void end_wait_soon();
   void schedule_handback_locked() REQUIRES(mu_);
+  // A poll of the thread that left this stream's posts queued: sends them. False if it could not
+  // (another thread is inside the stream; the next poll tries again).
+  bool send_left_queued();
+  friend void send_posts_left_queued();  // runtime/progress_activity.h
+  // QP lock held: makes sure posts DoorbellBatching left queued go out by its deadline (one
+  // engine timer at a time, batch_timer_), and the check that timer runs.
+  void arm_batch_deadline_locked(verbs::QueuePair& qp) REQUIRES(qp.mutex());
+  void check_batch_deadline();
   // Initiator only: the watch for a silent peer (silent_peer.h).
   void check_silent_peer(int round);
   // TCP_INFO into the QP's statistics every StreamStats::kTcpInfoPeriod, on the engine thread,
@@ -136,6 +146,8 @@ class Stream final : public io::IoHandler,
   std::unique_ptr<RdmapDriver> rdmap_;  // the QP lock; from start() until unbound
   StreamReceiver rx_ GUARDED_BY(mu_);   // and the QP lock
   Transmitter tx_;                      // the QP lock
+  DoorbellBatching batching_;           // the QP lock
+  std::uint64_t batch_timer_ = 0;       // the QP lock: the pending deadline check of batching_
   PollHandoff handoff_;
   StreamStats stats_ GUARDED_BY(mu_);
 

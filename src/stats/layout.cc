@@ -83,6 +83,10 @@ std::string_view counter_name(Counter c) {
       return "send_stalls";
     case Counter::kTcpRetransmits:
       return "tcp_retransmits";
+    case Counter::kPostsLeftForPoll:
+      return "posts_left_for_poll";
+    case Counter::kBatchDeadlines:
+      return "batch_deadlines";
     case Counter::kCount:
       break;
   }

@@ -64,6 +64,10 @@ enum class Counter : std::uint16_t {
   kCrcErrors,           // FPDUs whose MPA CRC did not match (each ends the connection)
   kSendStalls,  // waits for send space: a send found the socket full (its share of the send budget)
   kTcpRetransmits,  // TCP_INFO tcpi_total_retrans, sampled (runtime::Stream)
+  // Doorbell batching (runtime/doorbell_batching.h): posts left queued for the posting thread's
+  // next poll, and deadlines that found posts still queued (the engine thread sent them).
+  kPostsLeftForPoll,
+  kBatchDeadlines,
   kCount,
 };
 inline constexpr std::size_t kCounterCount = static_cast<std::size_t>(Counter::kCount);

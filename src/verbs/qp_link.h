@@ -3,6 +3,8 @@
 // the stream (TxRequests, collected by the stream; QueuePair::take_tx_requests_locked).
 #pragma once
 
+#include <cstdint>
+
 #include "proto/rdmap_engine.h"
 
 namespace uwarp::verbs {
@@ -29,6 +31,12 @@ struct TxRequests {
   bool sweep = false;
 };
 
+// What a doorbell asks of the stream. kMayWait: the post queued little on the wire (Read
+// Requests, atomics, small messages: posts_little), so the stream may leave it for the
+// application's next poll to send along with the posts after it
+// (runtime/doorbell_batching.h). kNow: transmit now.
+enum class Doorbell : std::uint8_t { kNow, kMayWait };
+
 // The runtime's side of an attached stream. The QP calls it with its own lock held
 // (qp.mutex()), from the application's calls only (post_send, post_recv, modify_state, a
 // deregistration), never from inside a call the stream makes into the QP; so the stream is never
@@ -38,7 +46,7 @@ class QpLink {
   virtual ~QpLink() = default;
   // The stream transmits and collects the QP's requests. Its sends may release the QP lock
   // and take it back (runtime::Transmitter): the QP relies on nothing it read before.
-  virtual void doorbell(QueuePair& qp) = 0;
+  virtual void doorbell(QueuePair& qp, Doorbell kind = Doorbell::kNow) = 0;
   // The QP is about to give memory back (its flush): returns once no send the stream made
   // without the QP lock is still in its system call (a wait as long as one non-blocking send).
   // The one call the QP may make from inside a call the stream makes into it: it touches only

@@ -75,7 +75,7 @@ Status QueuePair::modify_state(QpState target) {
     }
   }
   // Transmit work resumed (SQD to RTS), or requests for the stream (ERROR, RESET).
-  if (QpLink* link = binding_.link()) link->doorbell(*this);
+  if (QpLink* link = binding_.link()) link->doorbell(*this, Doorbell::kNow);
   return Status::ok();
 }
 
@@ -83,7 +83,7 @@ Status QueuePair::post_send(const SendWr& wr) {
   MutexLock lock(mu_);
   bool kick = false;
   const Status s = post_send_locked(wr, kick);
-  if (kick) binding_.link()->doorbell(*this);
+  if (kick) binding_.link()->doorbell(*this, posts_little(wr) ? Doorbell::kMayWait : Doorbell::kNow);
   return s;
 }
 
@@ -92,7 +92,9 @@ Status QueuePair::post_send(std::span<const SendWr> wrs, std::size_t* posted) {
   bool kick = false;
   Status s = Status::ok();
   std::size_t n = 0;
+  bool little = true;
   for (; n < wrs.size(); ++n) {
+    little = little && posts_little(wrs[n]);
     // Out of memory fails this request alone (the ones before it stay posted), so that the
     // count is exact.
     try {
@@ -104,7 +106,7 @@ Status QueuePair::post_send(std::span<const SendWr> wrs, std::size_t* posted) {
   }
   if (posted != nullptr) *posted = n;
   // One transmit for all: consecutive messages leave in as few sendmsg calls as fit.
-  if (kick) binding_.link()->doorbell(*this);
+  if (kick) binding_.link()->doorbell(*this, little ? Doorbell::kMayWait : Doorbell::kNow);
   return s;
 }
 

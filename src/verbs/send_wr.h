@@ -28,6 +28,17 @@ inline bool is_atomic(WrOpcode opcode) {
 inline bool writes_local_memory(WrOpcode opcode) {
   return opcode == WrOpcode::kRdmaRead || is_atomic(opcode);
 }
+// Messages of at most this many bytes count as little on the wire (posts_little).
+inline constexpr std::uint64_t kLittleMessageBytes = 4096;
+// Whether the request puts little on the wire (a Read or Atomic Request, whatever it reads; a
+// message of at most kLittleMessageBytes; nothing, for a local operation), so that its doorbell
+// may wait for the posts after it (verbs::Doorbell::kMayWait).
+inline bool posts_little(const SendWr& wr) {
+  if (writes_local_memory(wr.opcode) || is_local_operation(wr.opcode)) return true;
+  std::uint64_t length = 0;
+  for (const Sge& sge : wr.sg_list) length += sge.length;
+  return length <= kLittleMessageBytes;
+}
 // The Atomic Request of an atomic work request: the RFC 7306 operation, its operands and masks
 // (the verbs operations act on the whole word); the transmitter adds identifier and target.
 wire::AtomicRequest atomic_operands(WrOpcode opcode, std::uint64_t compare_add, std::uint64_t swap);

@@ -19,7 +19,7 @@ namespace {
 
 class CountingLink final : public verbs::QpLink {
  public:
-  void doorbell(verbs::QueuePair&) override { ++doorbells; }
+  void doorbell(verbs::QueuePair&, verbs::Doorbell) override { ++doorbells; }
   void settle_send(verbs::QueuePair&) override {}
   void revoke(verbs::QueuePair& qp, const proto::RevokedRegion& revoked, bool qp_in_use) override
       REQUIRES(qp.mutex()) {

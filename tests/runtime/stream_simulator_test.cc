@@ -50,7 +50,7 @@ constexpr int kMaxSteps = 2'000'000;
 
 class FakeLink final : public QpLink {
  public:
-  void doorbell(QueuePair&) override { ++doorbells; }
+  void doorbell(QueuePair&, Doorbell) override { ++doorbells; }
   void settle_send(QueuePair&) override {}
   void receive_posted(QueuePair&) override { ++receives_posted; }
   // As runtime::Stream::revoke.

@@ -53,7 +53,7 @@ TEST_F(RevocationTest, AForcedDeregistrationInvalidatesTheWindowsFirst) {
 // The side of a stream that revocation reaches: records what each QP was asked to give up.
 class RecordingLink final : public QpLink {
  public:
-  void doorbell(QueuePair&) override {}
+  void doorbell(QueuePair&, Doorbell) override {}
   void settle_send(QueuePair&) override {}
   void revoke(QueuePair&, const proto::RevokedRegion& r, bool) override {
     revoked.push_back(r.memory);
