@@ -17,7 +17,7 @@ constexpr auto kLinger = std::chrono::seconds(3);
 // Whether this thread has polled a CQ, and the streams whose posts it left queued
 // (DoorbellBatching): they go out at its next poll (send_posts_left_queued).
 thread_local bool t_polls_cqs = false;
-thread_local std::vector<std::shared_ptr<Stream>> t_left_queued;
+thread_local std::vector<std::weak_ptr<Stream>> t_left_queued;  // never keeps one alive
 
 }  // namespace
 
@@ -92,7 +92,10 @@ void Stream::sample_tcp_later() {
 void send_posts_left_queued() {
   t_polls_cqs = true;
   if (t_left_queued.empty()) return;
-  std::erase_if(t_left_queued, [](const std::shared_ptr<Stream>& s) { return s->send_left_queued(); });
+  std::erase_if(t_left_queued, [](const std::weak_ptr<Stream>& weak) {
+    const std::shared_ptr<Stream> s = weak.lock();
+    return s == nullptr || s->send_left_queued();
+  });
 }
 
 bool Stream::send_left_queued() {
@@ -111,7 +114,7 @@ void Stream::doorbell(verbs::QueuePair& qp, verbs::Doorbell kind) {
     const Clock::time_point now = Clock::now();
     switch (batching_.ring(now)) {
       case DoorbellBatching::Ring::kDeferAndArm:
-        t_left_queued.push_back(shared_from_this());
+        t_left_queued.push_back(weak_from_this());
         arm_batch_deadline_locked(qp);
         stats::add(qp.counters(), stats::Counter::kPostsLeftForPoll);
         return;
