@@ -1,5 +1,7 @@
 #include "runtime/stream.h"
 
+#include <algorithm>
+#include <utility>
 #include <vector>
 
 #include "io/receive_buffer.h"
@@ -17,7 +19,8 @@ constexpr auto kLinger = std::chrono::seconds(3);
 // Whether this thread has polled a CQ, and the streams whose posts it left queued
 // (DoorbellBatching): they go out at its next poll (send_posts_left_queued).
 thread_local bool t_polls_cqs = false;
-thread_local std::vector<std::weak_ptr<Stream>> t_left_queued;  // never keeps one alive
+// One entry per stream (so at most as many as there are streams), never keeping one alive.
+thread_local std::vector<std::pair<const Stream*, std::weak_ptr<Stream>>> t_left_queued;
 
 }  // namespace
 
@@ -92,10 +95,21 @@ void Stream::sample_tcp_later() {
 void send_posts_left_queued() {
   t_polls_cqs = true;
   if (t_left_queued.empty()) return;
-  std::erase_if(t_left_queued, [](const std::weak_ptr<Stream>& weak) {
-    const std::shared_ptr<Stream> s = weak.lock();
+  std::erase_if(t_left_queued, [](const auto& entry) {
+    const std::shared_ptr<Stream> s = entry.second.lock();
     return s == nullptr || s->send_left_queued();
   });
+}
+
+void Stream::note_left_queued() {
+  const auto it = std::find_if(t_left_queued.begin(), t_left_queued.end(),
+                               [this](const auto& entry) { return entry.first == this; });
+  // An entry for this address may be a stream that ended, whose memory this one took.
+  if (it == t_left_queued.end()) {
+    t_left_queued.emplace_back(this, weak_from_this());
+  } else {
+    it->second = weak_from_this();
+  }
 }
 
 bool Stream::send_left_queued() {
@@ -114,7 +128,7 @@ void Stream::doorbell(verbs::QueuePair& qp, verbs::Doorbell kind) {
     const Clock::time_point now = Clock::now();
     switch (batching_.ring(now)) {
       case DoorbellBatching::Ring::kDeferAndArm:
-        t_left_queued.push_back(weak_from_this());
+        note_left_queued();
         arm_batch_deadline_locked(qp);
         stats::add(qp.counters(), stats::Counter::kPostsLeftForPoll);
         return;

@@ -119,6 +119,8 @@ class Stream final : public io::IoHandler,
   // A poll of the thread that left this stream's posts queued: sends them. False if it could not
   // (another thread is inside the stream; the next poll tries again).
   bool send_left_queued();
+  // This thread left posts of this stream queued: its next poll is to send them.
+  void note_left_queued();
   friend void send_posts_left_queued();  // runtime/progress_activity.h
   // QP lock held: makes sure posts DoorbellBatching left queued go out by its deadline (one
   // engine timer at a time, batch_timer_), and the check that timer runs.

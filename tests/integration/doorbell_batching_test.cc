@@ -104,7 +104,9 @@ TEST(DoorbellBatching, ABurstLeftForThePostersNextPollArrivesWholeAndInOrder) {
               waited, by_deadline);
   // A poll that did not send them would leave every such burst to the deadline.
   EXPECT_LT(by_deadline * 2, waited + 1);
-  if (kPostsAreFast) EXPECT_GT(waited, 0) << "no post of 20 bursts waited for the poll";
+  if (kPostsAreFast) {
+    EXPECT_GT(waited, 0) << "no post of 20 bursts waited for the poll";
+  }
 }
 
 TEST(DoorbellBatching, ABurstWithNoPollAfterItGoesOutByTheDeadline) {
@@ -139,7 +141,9 @@ TEST(DoorbellBatching, ABurstWithNoPollAfterItGoesOutByTheDeadline) {
               static_cast<unsigned long long>(deadlines));
   EXPECT_EQ(deadlines > 0, left > 0);
   EXPECT_LE(deadlines, 5u);
-  if (kPostsAreFast) EXPECT_GT(left, 0u);
+  if (kPostsAreFast) {
+    EXPECT_GT(left, 0u);
+  }
 }
 
 }  // namespace
