@@ -28,16 +28,21 @@ inline bool is_atomic(WrOpcode opcode) {
 inline bool writes_local_memory(WrOpcode opcode) {
   return opcode == WrOpcode::kRdmaRead || is_atomic(opcode);
 }
-// Messages of at most this many bytes count as little on the wire (posts_little).
+// Messages of at most kLittleMessageBytes, and Reads of at most kLittleReadBytes, count as
+// little (posts_little).
 inline constexpr std::uint64_t kLittleMessageBytes = 4096;
-// Whether the request puts little on the wire (a Read or Atomic Request, whatever it reads; a
-// message of at most kLittleMessageBytes; nothing, for a local operation), so that its doorbell
-// may wait for the posts after it (verbs::Doorbell::kMayWait).
+inline constexpr std::uint64_t kLittleReadBytes = 256 * 1024;
+// Whether the request is little enough that its doorbell may wait for the posts after it
+// (verbs::Doorbell::kMayWait, runtime/doorbell_batching.h): a local operation (nothing on the
+// wire), an atomic, a message of at most kLittleMessageBytes, or a Read of at most
+// kLittleReadBytes. A larger Read's Request is also a small FPDU, but one send per Read is
+// nothing beside the data it brings, and holding it back cost 1 MiB Reads between namespaces
+// a tenth of their rate (docs/performance.md, "A burst of Read Requests in one send").
 inline bool posts_little(const SendWr& wr) {
-  if (writes_local_memory(wr.opcode) || is_local_operation(wr.opcode)) return true;
+  if (is_local_operation(wr.opcode) || is_atomic(wr.opcode)) return true;
   std::uint64_t length = 0;
   for (const Sge& sge : wr.sg_list) length += sge.length;
-  return length <= kLittleMessageBytes;
+  return length <= (wr.opcode == WrOpcode::kRdmaRead ? kLittleReadBytes : kLittleMessageBytes);
 }
 // The Atomic Request of an atomic work request: the RFC 7306 operation, its operands and masks
 // (the verbs operations act on the whole word); the transmitter adds identifier and target.
