@@ -193,7 +193,7 @@ guest_for() {
   # otherwise hold the lane for 52 minutes. Its console goes into start.log, and the cell retries.
   local rc=0
   timeout "$boot_limit" "$harness" start "${vm[@]}" --siw "$1" --share "$share" "${fwd[@]}" \
-      --timeout 3000 --script "$share/runner.sh" >"$work/start.log" 2>&1 || rc=$?
+      --mem 1024 --timeout 3000 --script "$share/runner.sh" >"$work/start.log" 2>&1 || rc=$?
   if [ $rc -ne 0 ]; then
     if [ $rc -eq 124 ]; then
       echo "siw_matrix: the guest did not come up within $boot_limit s; its console ends:"
@@ -252,14 +252,16 @@ guest_wait() {
 # the traffic on $port is captured on eth0 into NAME.pcap; the exit status is COMMAND's. The cell
 # runner ends the script after LIMIT seconds (guest_queue); COMMAND itself is ended 15 s before
 # (status 124), so that a siw side that hangs still stops and keeps its capture. The helper
-# hands extra words to tcpdump: -B 65536 (64 MiB buffer; with the helper's 8 MiB, siw's 64 KiB
-# bursts under TCG overran it: 77-261 packets dropped in the perftest bandwidth cells; with 64
-# MiB, verbs_peer's 16 MiB Send, Write and Read, 57 MB of capture, lost none).
+# hands extra words to tcpdump: -B 131072 (a 128 MiB buffer, which holds the largest cell's whole
+# capture, verbs_peer's 16 MiB Send, Write and Read, 57 MB, even while tcpdump gets no CPU: with
+# the helper's 8 MiB, siw's 64 KiB bursts under TCG overran it, 77-261 packets dropped in the
+# perftest bandwidth cells; with 64 MiB the 16 MiB cells still dropped 55-164 packets now and
+# then with two guests running, in both attempts once). The guests get 1 GiB for it (guest_for).
 guest_script() {
   printf '%s\n' "$2" >"$share/$1.cmd"
   cat >"$share/$1.sh" <<EOF
 ulimit -l unlimited
-capture start /share/$1.pcap eth0 -B 65536 tcp port $port || exit 97
+capture start /share/$1.pcap eth0 -B 131072 tcp port $port || exit 97
 timeout -k 5 $(($3 - 15)) sh /share/$1.cmd
 rc=\$?
 capture stop /share/$1.pcap
@@ -771,8 +773,8 @@ fi
 if want verbs_peer && [ -x "$run" ] && [ -x "$peer" ]; then
   # The data path at every size, all of it captured and decoded. 16 MiB in the default flavour
   # (both roles; each such cell adds about 20 s), up to 1 MiB in the others. About 57 MB of
-  # capture: the guest's 64 MiB capture buffer held it in all but one of the runs seen (147
-  # packets dropped once), so those cells get a second attempt for a capture that dropped.
+  # capture, which the guest's 128 MiB capture buffer holds whole (guest_script); those cells
+  # keep a second attempt for a capture that dropped all the same.
   all_sizes=1,4096,65536,1048576,16777216
   active "" default "./verbs_peer server -p PORT -c 1" "$run $peer client -a 127.0.0.1 -p PORT -s $all_sizes -r 20" 2
   for n in 1 4096 65536 1048576 16777216; do expect "$work/host.log" "size $n: Send, RDMA Write, RDMA Read verified" uwarp; done
