@@ -6,7 +6,8 @@
 // through both TCP stacks; a burst of posts of Read Requests (ib_read_bw posts a hundred between
 // two polls of its CQ) then costs one of each per Read. A post is left queued (kDefer) when all
 // of these hold:
-// - it queued little on the wire (verbs::Doorbell::kMayWait: Read Requests, small messages);
+// - it is little (verbs::Doorbell::kMayWait, verbs::posts_little: Reads of at most 256 KiB,
+//   atomics, messages of at most 4 KiB);
 // - the posting thread polls CQs (the stream checks), so its next poll sends what it left;
 // - it came within kBurstGap of the stream's previous doorbell: it is part of a burst. The
 //   first post after a pause (a ping-pong's, a latency test's) sends at once.

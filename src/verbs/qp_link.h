@@ -31,9 +31,9 @@ struct TxRequests {
   bool sweep = false;
 };
 
-// What a doorbell asks of the stream. kMayWait: the post queued little on the wire (Read
-// Requests, atomics, small messages: posts_little), so the stream may leave it for the
-// application's next poll to send along with the posts after it
+// What a doorbell asks of the stream. kMayWait: every request of the post is little
+// (verbs::posts_little: Reads of at most 256 KiB, atomics, messages of at most 4 KiB), so the
+// stream may leave it for the application's next poll to send along with the posts after it
 // (runtime/doorbell_batching.h). kNow: transmit now.
 enum class Doorbell : std::uint8_t { kNow, kMayWait };
 
