@@ -25,6 +25,7 @@ class SlotRing {
   const T& operator[](std::size_t i) const { return slots_[(head_ + i) & (slots_.size() - 1)]; }
   T& front() { return (*this)[0]; }
   T& back() { return (*this)[count_ - 1]; }
+  const T& back() const { return (*this)[count_ - 1]; }
 
   // A slot at the back, as recycle() (or T{}) left it.
   T& push_back() {

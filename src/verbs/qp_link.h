@@ -46,7 +46,7 @@ class QpLink {
   virtual ~QpLink() = default;
   // The stream transmits and collects the QP's requests. Its sends may release the QP lock
   // and take it back (runtime::Transmitter): the QP relies on nothing it read before.
-  virtual void doorbell(QueuePair& qp, Doorbell kind = Doorbell::kNow) = 0;
+  virtual void doorbell(QueuePair& qp, Doorbell kind) = 0;
   // The QP is about to give memory back (its flush): returns once no send the stream made
   // without the QP lock is still in its system call (a wait as long as one non-blocking send).
   // The one call the QP may make from inside a call the stream makes into it: it touches only

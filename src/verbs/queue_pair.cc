@@ -82,8 +82,9 @@ Status QueuePair::modify_state(QpState target) {
 Status QueuePair::post_send(const SendWr& wr) {
   MutexLock lock(mu_);
   bool kick = false;
-  const Status s = post_send_locked(wr, kick);
-  if (kick) binding_.link()->doorbell(*this, posts_little(wr) ? Doorbell::kMayWait : Doorbell::kNow);
+  bool little = true;
+  const Status s = post_send_locked(wr, kick, little);
+  if (kick) binding_.link()->doorbell(*this, little ? Doorbell::kMayWait : Doorbell::kNow);
   return s;
 }
 
@@ -94,11 +95,10 @@ Status QueuePair::post_send(std::span<const SendWr> wrs, std::size_t* posted) {
   std::size_t n = 0;
   bool little = true;
   for (; n < wrs.size(); ++n) {
-    little = little && posts_little(wrs[n]);
     // Out of memory fails this request alone (the ones before it stay posted), so that the
     // count is exact.
     try {
-      s = post_send_locked(wrs[n], kick);
+      s = post_send_locked(wrs[n], kick, little);
     } catch (const std::bad_alloc&) {
       s = Status(Errc::kNoResources, "out of memory");
     }
@@ -110,12 +110,13 @@ Status QueuePair::post_send(std::span<const SendWr> wrs, std::size_t* posted) {
   return s;
 }
 
-Status QueuePair::post_send_locked(const SendWr& wr, bool& kick) {
+Status QueuePair::post_send_locked(const SendWr& wr, bool& kick, bool& little) {
   // One Status, returned from every path, is built in place in the caller's.
   Status s = state_ == QpState::kReset || state_ == QpState::kInit || state_ == QpState::kRtr
                  ? Status(Errc::kInvalidState, "post_send needs a QP in RTS, SQD or ERROR")
                  : sq_.post(wr, binding_.link() == nullptr || binding_.ord() != 0);
   if (!s) return s;
+  little = little && posts_little(wr.opcode, sq_.last_length());
   stats::count_posted(stats_.counters(), wr);
   if (state_ == QpState::kError) {
     // Posting to a QP in error completes the request at once with a flush error.

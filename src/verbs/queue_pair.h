@@ -138,8 +138,9 @@ class QueuePair final {
  private:
   friend class QpPort;
 
-  // Validates and queues one request; kick: the link is to be told (once, by the caller).
-  Status post_send_locked(const SendWr& wr, bool& kick) REQUIRES(mu_);
+  // Validates and queues one request; kick: the link is to be told (once, by the caller);
+  // little: cleared unless the request queued is little (posts_little).
+  Status post_send_locked(const SendWr& wr, bool& kick, bool& little) REQUIRES(mu_);
   // Local operations at the head of the send queue take effect now (SendQueue::run_ready_local).
   void run_ready_local_locked() REQUIRES(mu_);
   // A request failed to start (its memory, or the binding rules): the QP enters ERROR.

@@ -36,6 +36,8 @@ class SendQueue {
   // the application may reuse its buffer at once). reads_allowed: false refuses an RDMA Read
   // (the connection's ORD is 0).
   Status post(const SendWr& wr, bool reads_allowed);
+  // The payload length of the request post() appended last (PostedShape::length).
+  std::uint64_t last_length() const { return sq_.back().length; }
   // The request post() appended last completes at once as flushed (posted to a QP in ERROR).
   void flush_last();
 

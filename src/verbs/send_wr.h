@@ -38,11 +38,10 @@ inline constexpr std::uint64_t kLittleReadBytes = 256 * 1024;
 // kLittleReadBytes. A larger Read's Request is also a small FPDU, but one send per Read is
 // nothing beside the data it brings, and holding it back cost 1 MiB Reads between namespaces
 // a tenth of their rate (docs/performance.md, "A burst of Read Requests in one send").
-inline bool posts_little(const SendWr& wr) {
-  if (is_local_operation(wr.opcode) || is_atomic(wr.opcode)) return true;
-  std::uint64_t length = 0;
-  for (const Sge& sge : wr.sg_list) length += sge.length;
-  return length <= (wr.opcode == WrOpcode::kRdmaRead ? kLittleReadBytes : kLittleMessageBytes);
+// length: its payload (PostedShape::length).
+inline bool posts_little(WrOpcode opcode, std::uint64_t length) {
+  if (is_local_operation(opcode) || is_atomic(opcode)) return true;
+  return length <= (opcode == WrOpcode::kRdmaRead ? kLittleReadBytes : kLittleMessageBytes);
 }
 // The Atomic Request of an atomic work request: the RFC 7306 operation, its operands and masks
 // (the verbs operations act on the whole word); the transmitter adds identifier and target.
