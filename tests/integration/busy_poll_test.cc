@@ -9,6 +9,7 @@
 
 #include "api/impl.h"
 #include "support/connected_pair.h"
+#include "support/unpolled_cq.h"
 
 namespace uwarp::testing {
 namespace {
@@ -210,10 +211,7 @@ TEST(BusyPoll, BytesArriveAfterTheApplicationStopsPolling) {
     send.sg_list = {&s, 1};
     send.flags = send_flags::kSignaled;
     ASSERT_TRUE(cl.qp.post_send(send));
-    const auto deadline = Clock::now() + std::chrono::seconds(10);
-    while (server_cq.size() == 0 && Clock::now() < deadline) {
-      std::this_thread::sleep_for(std::chrono::microseconds(50));
-    }
+    wait_filled_unpolled(server_cq, 1);
     ASSERT_EQ(server_cq.size(), 1u) << "round " << round;
     ASSERT_EQ(sv.cq.poll(wc), 1u);
     EXPECT_EQ(wc[0].wr_id, round);

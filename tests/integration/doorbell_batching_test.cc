@@ -10,11 +10,10 @@
 #include "api/impl.h"
 #include "stats/layout.h"
 #include "support/connected_pair.h"
+#include "support/unpolled_cq.h"
 
 namespace uwarp::testing {
 namespace {
-
-using Clock = std::chrono::steady_clock;
 
 constexpr std::uint32_t kBurst = 24;  // fewer than DoorbellBatching::kMaxDeferred
 constexpr std::uint32_t kMessage = 64;
@@ -80,20 +79,10 @@ TEST(DoorbellBatching, ABurstLeftForThePostersNextPollArrivesWholeAndInOrder) {
     cl.cq.poll(wc);  // this thread polls CQs
     post_burst(cl, sv, round);
     // The poll sends what the burst left queued; then the send completions come.
-    std::uint32_t sent = 0;
-    const auto deadline = Clock::now() + std::chrono::seconds(10);
-    while (sent < kBurst && Clock::now() < deadline) {
-      const std::size_t n = cl.cq.poll(wc);
-      for (std::size_t i = 0; i < n; ++i) EXPECT_EQ(wc[i].status, WcStatus::kSuccess);
-      sent += static_cast<std::uint32_t>(n);
-    }
-    ASSERT_EQ(sent, kBurst) << "round " << round;
-    std::vector<WorkCompletion> got;
-    while (got.size() < kBurst && Clock::now() < deadline) {
-      const std::size_t n = sv.cq.poll(wc);
-      got.insert(got.end(), wc, wc + n);
-    }
-    expect_burst_received(sv, got, round);
+    const auto sent = wait_wcs(cl.cq, kBurst, std::chrono::seconds(10));
+    for (const WorkCompletion& c : sent) EXPECT_EQ(c.status, WcStatus::kSuccess);
+    ASSERT_EQ(sent.size(), kBurst) << "round " << round;
+    expect_burst_received(sv, wait_wcs(sv.cq, kBurst, std::chrono::seconds(10)), round);
     if (counter(cl.qp, stats::Counter::kPostsLeftForPoll) != left_before) ++waited;
     if (counter(cl.qp, stats::Counter::kBatchDeadlines) != deadlines_before) {
       ++by_deadline;
@@ -121,19 +110,14 @@ TEST(DoorbellBatching, ABurstWithNoPollAfterItGoesOutByTheDeadline) {
     post_burst(cl, sv, round);
     // This thread polls no CQ now (that would send them): it waits on the server's CQ without
     // polling it, and the server's progress thread receives.
-    const auto deadline = Clock::now() + std::chrono::seconds(10);
-    while (server_cq.size() < kBurst && Clock::now() < deadline) {
-      std::this_thread::sleep_for(std::chrono::microseconds(50));
-    }
+    wait_filled_unpolled(server_cq, kBurst);
     ASSERT_EQ(server_cq.size(), kBurst) << "round " << round;
     std::vector<WorkCompletion> got(kBurst);
     ASSERT_EQ(server_cq.poll(got), kBurst);
     expect_burst_received(sv, got, round);
     // Nothing else sent them: each burst that left posts queued met its deadline.
     std::this_thread::sleep_for(runtime::DoorbellBatching::kBackoff);  // the back-off ends
-    std::uint32_t sent = 0;
-    while (sent < kBurst && Clock::now() < deadline) sent += cl.cq.poll(wc);
-    ASSERT_EQ(sent, kBurst);
+    ASSERT_EQ(wait_wcs(cl.cq, kBurst, std::chrono::seconds(10)).size(), kBurst);
   }
   const std::uint64_t left = counter(cl.qp, stats::Counter::kPostsLeftForPoll);
   const std::uint64_t deadlines = counter(cl.qp, stats::Counter::kBatchDeadlines);

@@ -48,20 +48,6 @@ Endpoint make_endpoint(Context& ctx, ProtectionDomain& pd, std::size_t size) {
   return Endpoint{std::move(cq), std::move(qp), std::move(buf), std::move(mr), {}};
 }
 
-// Collects `n` completions from `cq` (fewer if the time bound passes).
-std::vector<WorkCompletion> wait_wcs(CompletionQueue& cq, std::size_t n,
-                                     std::chrono::milliseconds timeout = std::chrono::seconds(20)) {
-  std::vector<WorkCompletion> out;
-  const auto deadline = std::chrono::steady_clock::now() + timeout;
-  while (out.size() < n && std::chrono::steady_clock::now() < deadline) {
-    WorkCompletion wc[16];
-    const std::size_t got = cq.poll({wc, std::min<std::size_t>(16, n - out.size())});
-    out.insert(out.end(), wc, wc + got);
-    if (got == 0) std::this_thread::yield();
-  }
-  return out;
-}
-
 // The next event on `ch` of `type`, skipping none.
 std::optional<CmEvent> next_event(EventChannel& ch, CmEventType type, int timeout_ms = kTimeoutMs) {
   auto e = ch.get_event(timeout_ms);

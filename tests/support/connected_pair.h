@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <optional>
@@ -58,6 +59,20 @@ inline std::optional<WorkCompletion> wait_wc(CompletionQueue& cq, std::chrono::m
     std::this_thread::yield();
   }
   return std::nullopt;
+}
+
+// Collects `n` completions from `cq` (fewer if the time bound passes).
+inline std::vector<WorkCompletion> wait_wcs(CompletionQueue& cq, std::size_t n,
+                                            std::chrono::milliseconds timeout = std::chrono::seconds(20)) {
+  std::vector<WorkCompletion> out;
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (out.size() < n && std::chrono::steady_clock::now() < deadline) {
+    WorkCompletion wc[16];
+    const std::size_t got = cq.poll({wc, std::min<std::size_t>(16, n - out.size())});
+    out.insert(out.end(), wc, wc + got);
+    if (got == 0) std::this_thread::yield();
+  }
+  return out;
 }
 
 inline std::optional<CmEvent> wait_event(EventChannel& ch, CmEventType type, int timeout_ms = kEventTimeoutMs) {
