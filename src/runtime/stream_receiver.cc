@@ -23,10 +23,8 @@ ByteSpan thread_buffer() {
 StreamReceiver::StreamReceiver(io::IoBackend& backend, int fd)
     : backend_(backend), fd_(fd), bounce_(kBounceInitial) {}
 
-std::size_t StreamReceiver::next_want(std::size_t size) {
-  const std::size_t want = large_payloads_ ? std::min(kSmallRead, size) : size;
-  large_payloads_ = false;
-  return want;
+std::size_t StreamReceiver::next_want(std::size_t size) const {
+  return large_payloads_ ? std::min(kSmallRead, size) : size;
 }
 
 bool StreamReceiver::receive_direct(verbs::QueuePair& qp, RdmapDriver& rdmap, long& status) {
@@ -112,6 +110,7 @@ bool StreamReceiver::feed_received(verbs::QueuePair& qp, RdmapDriver& rdmap,
                                    ConstByteSpan received, std::size_t want) {
   io::pcap_received(fd_, received);
   bytes_ += received.size();
+  large_payloads_ = false;
   if (!feed(qp, rdmap, received)) return false;
   // A short read emptied the socket (io::IoBackend::watch_readable): no receive that would only
   // say EAGAIN.

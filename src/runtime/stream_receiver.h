@@ -112,12 +112,14 @@ class StreamReceiver {
   void hold(ConstByteSpan rest);
   bool holding() const { return held_ > 0; }
   // How much the next receive into a buffer of `size` bytes asks for.
-  std::size_t next_want(std::size_t size);
+  std::size_t next_want(std::size_t size) const;
 
   io::IoBackend& backend_;
   const int fd_;
   std::vector<std::uint8_t> bounce_;  // a watch's receives; the bytes held
-  bool large_payloads_ = false;  // the last receive placed a large payload directly
+  // The last receive that got bytes placed a large payload directly (an empty receive into a
+  // buffer leaves it set: the next one still asks for kSmallRead, not a payload's worth to copy).
+  bool large_payloads_ = false;
   std::size_t thread_want_ = kBounceInitial;  // what a receive into the thread's buffer asks for
   bool direct_pending_ = false;  // when last looked, a large placement target waited
   std::size_t watch_want_ = 0;   // how many bytes the watch's receive asks for
