@@ -12,6 +12,7 @@
 
 #include "verbs/memory_region.h"
 #include "verbs/qp_link.h"
+#include "wire/ddp.h"
 
 namespace uwarp::verbs {
 
@@ -25,11 +26,17 @@ class LinkBinding {
     link_ = link;
     ird_ = params.ird;
     ord_ = params.ord;
+    fpdu_payload_ = params.max_ulpdu > wire::kMaxDdpHeaderSize
+                        ? params.max_ulpdu - wire::kMaxDdpHeaderSize
+                        : 1;
   }
   void detach() { link_ = nullptr; }
   QpLink* link() const { return link_; }
   std::uint16_t ird() const { return ird_; }
   std::uint16_t ord() const { return ord_; }
+  // The payload bytes one FPDU of the connection carries at least, as it started (later MSS
+  // changes aside: only verbs::posts_little asks).
+  std::uint64_t fpdu_payload() const { return fpdu_payload_; }
 
   // Requests for the stream (TxRequests).
   void abandon() { requests_.abandon = true; }
@@ -54,6 +61,7 @@ class LinkBinding {
   QpLink* link_ = nullptr;
   std::uint16_t ird_ = 0;
   std::uint16_t ord_ = 0;
+  std::uint64_t fpdu_payload_ = 1;
   TxRequests requests_;
   std::vector<Sweep> sweeps_;
   bool rtr_received_ = false;

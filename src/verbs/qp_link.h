@@ -32,9 +32,9 @@ struct TxRequests {
 };
 
 // What a doorbell asks of the stream. kMayWait: every request of the post is little
-// (verbs::posts_little: Reads of at most 256 KiB, atomics, messages of at most 4 KiB), so the
-// stream may leave it for the application's next poll to send along with the posts after it
-// (runtime/doorbell_batching.h). kNow: transmit now.
+// (verbs::posts_little: Reads of at most 256 KiB, atomics, messages of at most 64 KiB and 4
+// FPDUs), so the stream may leave it for the application's next poll to send along with the
+// posts after it (runtime/doorbell_batching.h). kNow: transmit now.
 enum class Doorbell : std::uint8_t { kNow, kMayWait };
 
 // The runtime's side of an attached stream. The QP calls it with its own lock held

@@ -116,7 +116,7 @@ Status QueuePair::post_send_locked(const SendWr& wr, bool& kick, bool& little) {
                  ? Status(Errc::kInvalidState, "post_send needs a QP in RTS, SQD or ERROR")
                  : sq_.post(wr, binding_.link() == nullptr || binding_.ord() != 0);
   if (!s) return s;
-  little = little && posts_little(wr.opcode, sq_.last_length());
+  little = little && posts_little(wr.opcode, sq_.last_length(), binding_.fpdu_payload());
   stats::count_posted(stats_.counters(), wr);
   if (state_ == QpState::kError) {
     // Posting to a QP in error completes the request at once with a flush error.

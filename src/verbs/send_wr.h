@@ -28,20 +28,28 @@ inline bool is_atomic(WrOpcode opcode) {
 inline bool writes_local_memory(WrOpcode opcode) {
   return opcode == WrOpcode::kRdmaRead || is_atomic(opcode);
 }
-// Messages of at most kLittleMessageBytes, and Reads of at most kLittleReadBytes, count as
-// little (posts_little).
-inline constexpr std::uint64_t kLittleMessageBytes = 4096;
+// Messages of at most kLittleMessageBytes that take at most kLittleMessageFpdus FPDUs, and
+// Reads of at most kLittleReadBytes, count as little (posts_little).
+inline constexpr std::uint64_t kLittleMessageBytes = 64 * 1024;
+inline constexpr std::uint64_t kLittleMessageFpdus = 4;
 inline constexpr std::uint64_t kLittleReadBytes = 256 * 1024;
 // Whether the request is little enough that its doorbell may wait for the posts after it
 // (verbs::Doorbell::kMayWait, runtime/doorbell_batching.h): a local operation (nothing on the
-// wire), an atomic, a message of at most kLittleMessageBytes, or a Read of at most
-// kLittleReadBytes. A larger Read's Request is also a small FPDU, but one send per Read is
-// nothing beside the data it brings, and holding it back cost 1 MiB Reads between namespaces
-// a tenth of their rate (docs/performance.md, "A burst of Read Requests in one send").
+// wire), an atomic, a Read of at most kLittleReadBytes, or a message (Send, Write) of at most
+// kLittleMessageBytes that takes at most kLittleMessageFpdus FPDUs of `fpdu_payload` bytes
+// (LinkBinding::fpdu_payload). Such messages share one send with the posts after them: at
+// MSS 1448 those of up to about 5.5 KiB, on loopback (FPDUs of about 64 KiB) those of up to 64
+// KiB, where one `sendmsg` per 64 KiB Write held ib_write_bw to 0.8x iperf3. A message of more
+// FPDUs fills a send of its own (TxBatch::kMaxFpdus), so holding it back only delays it: 64
+// KiB Writes between namespaces lost a fifth that way. A larger Read's Request is also a small
+// FPDU, but one send per Read is nothing beside the data it brings, and holding it back cost 1
+// MiB Reads between namespaces a tenth of their rate (docs/performance.md, "A burst of Read
+// Requests in one send", "Writes of up to 64 KiB in one send").
 // length: its payload (PostedShape::length).
-inline bool posts_little(WrOpcode opcode, std::uint64_t length) {
+inline bool posts_little(WrOpcode opcode, std::uint64_t length, std::uint64_t fpdu_payload) {
   if (is_local_operation(opcode) || is_atomic(opcode)) return true;
-  return length <= (opcode == WrOpcode::kRdmaRead ? kLittleReadBytes : kLittleMessageBytes);
+  if (opcode == WrOpcode::kRdmaRead) return length <= kLittleReadBytes;
+  return length <= kLittleMessageBytes && length <= kLittleMessageFpdus * fpdu_payload;
 }
 // The Atomic Request of an atomic work request: the RFC 7306 operation, its operands and masks
 // (the verbs operations act on the whole word); the transmitter adds identifier and target.
