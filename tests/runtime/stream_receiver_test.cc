@@ -26,7 +26,6 @@ class ScriptedSocket final : public io::IoBackend {
  public:
   struct Receive {
     bool into_buffer;  // try_recv(fd, ByteSpan); else scattered (try_recv(fd, iovecs))
-    std::size_t asked;
     long got;
   };
 
@@ -54,17 +53,15 @@ class ScriptedSocket final : public io::IoBackend {
 
  private:
   long take(std::span<const iovec> into, bool into_buffer) {
-    std::size_t asked = 0;
     std::size_t got = 0;
     for (const iovec& v : into) {
-      asked += v.iov_len;
       const std::size_t n = std::min(v.iov_len, stream_.size() - at_);
       std::memcpy(v.iov_base, stream_.data() + at_, n);
       at_ += n;
       got += n;
     }
     const long result = got > 0 ? static_cast<long>(got) : -EAGAIN;
-    receives_.push_back({into_buffer, asked, result});
+    receives_.push_back({into_buffer, result});
     return result;
   }
 
