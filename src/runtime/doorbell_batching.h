@@ -7,7 +7,7 @@
 // two polls of its CQ) then costs one of each per Read. A post is left queued (kDefer) when all
 // of these hold:
 // - it is little (verbs::Doorbell::kMayWait, verbs::posts_little: Reads of at most 256 KiB,
-//   atomics, messages of at most 64 KiB that take at most 4 FPDUs);
+//   atomics, messages of at most 64 KiB that take at most 16 FPDUs);
 // - the posting thread polls CQs (the stream checks), so its next poll sends what it left;
 // - it came within kBurstGap of the stream's previous doorbell: it is part of a burst. The
 //   first post after a pause (a ping-pong's, a latency test's) sends at once.

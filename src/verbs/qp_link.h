@@ -32,7 +32,7 @@ struct TxRequests {
 };
 
 // What a doorbell asks of the stream. kMayWait: every request of the post is little
-// (verbs::posts_little: Reads of at most 256 KiB, atomics, messages of at most 64 KiB and 4
+// (verbs::posts_little: Reads of at most 256 KiB, atomics, messages of at most 64 KiB and 16
 // FPDUs), so the stream may leave it for the application's next poll to send along with the
 // posts after it (runtime/doorbell_batching.h). kNow: transmit now.
 enum class Doorbell : std::uint8_t { kNow, kMayWait };

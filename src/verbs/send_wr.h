@@ -31,17 +31,18 @@ inline bool writes_local_memory(WrOpcode opcode) {
 // Messages of at most kLittleMessageBytes that take at most kLittleMessageFpdus FPDUs, and
 // Reads of at most kLittleReadBytes, count as little (posts_little).
 inline constexpr std::uint64_t kLittleMessageBytes = 64 * 1024;
-inline constexpr std::uint64_t kLittleMessageFpdus = 4;
+inline constexpr std::uint64_t kLittleMessageFpdus = 16;
 inline constexpr std::uint64_t kLittleReadBytes = 256 * 1024;
 // Whether the request is little enough that its doorbell may wait for the posts after it
 // (verbs::Doorbell::kMayWait, runtime/doorbell_batching.h): a local operation (nothing on the
 // wire), an atomic, a Read of at most kLittleReadBytes, or a message (Send, Write) of at most
 // kLittleMessageBytes that takes at most kLittleMessageFpdus FPDUs of `fpdu_payload` bytes
-// (LinkBinding::fpdu_payload). Such messages share one send with the posts after them: at
-// MSS 1448 those of up to about 5.5 KiB, on loopback (FPDUs of about 64 KiB) those of up to 64
-// KiB, where one `sendmsg` per 64 KiB Write held ib_write_bw to 0.8x iperf3. A message of more
-// FPDUs fills a send of its own (TxBatch::kMaxFpdus), so holding it back only delays it: 64
-// KiB Writes between namespaces lost a fifth that way. A larger Read's Request is also a small
+// (LinkBinding::fpdu_payload). Such messages share one send with the posts after them, at least
+// three to a send (TxBatch::kMaxFpdus is 48): at MSS 1448 those of up to about 22 KiB, on
+// loopback (FPDUs of about 64 KiB) those of up to 64 KiB, where one `sendmsg` per 64 KiB Write
+// held ib_write_bw to 0.8x iperf3. A message of many more FPDUs fills most of a send by itself,
+// so holding it back only delays it: 32 KiB Writes between namespaces (23 FPDUs) gained
+// nothing, 64 KiB ones (46) lost a fifth. A larger Read's Request is also a small
 // FPDU, but one send per Read is nothing beside the data it brings, and holding it back cost 1
 // MiB Reads between namespaces a tenth of their rate (docs/performance.md, "A burst of Read
 // Requests in one send", "Writes of up to 64 KiB in one send").

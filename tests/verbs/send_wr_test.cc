@@ -8,10 +8,10 @@ namespace uwarp::verbs {
 namespace {
 
 TEST(PostsLittle, MessagesOfFewFpdusUpTo64KibAndReadsUpToAQuarterMib) {
-  // FPDUs of 1,424 payload bytes (MSS 1448): messages of up to four of them.
+  // FPDUs of 1,424 payload bytes (MSS 1448): messages of up to sixteen of them.
   constexpr std::uint64_t kSegment = 1424;
-  EXPECT_TRUE(posts_little(WrOpcode::kSend, 4 * kSegment, kSegment));
-  EXPECT_FALSE(posts_little(WrOpcode::kSend, 4 * kSegment + 1, kSegment));  // a fifth FPDU
+  EXPECT_TRUE(posts_little(WrOpcode::kSend, 16 * kSegment, kSegment));
+  EXPECT_FALSE(posts_little(WrOpcode::kSend, 16 * kSegment + 1, kSegment));  // a 17th FPDU
   EXPECT_FALSE(posts_little(WrOpcode::kRdmaWrite, 65536, kSegment));
   EXPECT_TRUE(posts_little(WrOpcode::kRdmaWriteWithImm, 1, kSegment));
   EXPECT_TRUE(posts_little(WrOpcode::kSend, 0, kSegment));
