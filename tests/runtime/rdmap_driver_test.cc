@@ -9,9 +9,7 @@
 #include <vector>
 
 #include "proto/proto_test_util.h"
-#include "verbs/completion_queue.h"
-#include "verbs/device.h"
-#include "verbs/protection_domain.h"
+#include "support/qp_with_region.h"
 #include "verbs/revocation.h"
 
 namespace uwarp::runtime {
@@ -33,24 +31,9 @@ class CountingLink final : public verbs::QpLink {
   int receives_posted = 0;
 };
 
-class RdmapDriverTest : public ::testing::Test {
+class RdmapDriverTest : public testing::QpWithRegion {
  protected:
-  RdmapDriverTest() : memory_(64 * 1024, 0x5A) {
-    verbs::QpConfig c;
-    c.pd = &pd_;
-    c.send_cq = &scq_;
-    c.recv_cq = &rcq_;
-    c.caps.max_send_wr = 8;
-    c.caps.max_recv_wr = 8;
-    qp_ = std::make_unique<verbs::QueuePair>(device_, c);
-    mr_ = std::make_shared<verbs::MemoryRegion>();
-    mr_->addr = memory_.data();
-    mr_->length = memory_.size();
-    mr_->iova = reinterpret_cast<std::uintptr_t>(memory_.data());
-    mr_->access = access::kLocalWrite;
-    mr_->pd = &pd_;
-    EXPECT_TRUE(device_.stags().insert(mr_));
-  }
+  RdmapDriverTest() : QpWithRegion(64 * 1024, 0x5A, access::kLocalWrite) {}
 
   void bind(std::size_t max_ulpdu = 1442) {
     verbs::LinkParams p;
@@ -117,14 +100,7 @@ class RdmapDriverTest : public ::testing::Test {
     return rdmap_->take_requests(*qp_);
   }
 
-  verbs::Device device_;
-  verbs::ProtectionDomain pd_{1};
-  verbs::CompletionQueue scq_{64, nullptr, nullptr};
-  verbs::CompletionQueue rcq_{64, nullptr, nullptr};
-  std::vector<std::uint8_t> memory_;
-  verbs::MemoryRegionRef mr_;
   std::vector<std::uint8_t> other_memory_ = std::vector<std::uint8_t>(4096);
-  std::unique_ptr<verbs::QueuePair> qp_;
   CountingLink link_;
   std::unique_ptr<RdmapDriver> rdmap_;  // destroyed before qp_
 };

@@ -11,9 +11,7 @@
 #include <vector>
 
 #include "proto/proto_test_util.h"
-#include "verbs/completion_queue.h"
-#include "verbs/device.h"
-#include "verbs/protection_domain.h"
+#include "support/qp_with_region.h"
 
 namespace uwarp::runtime {
 namespace {
@@ -78,25 +76,11 @@ class NullLink final : public verbs::QpLink {
   void receive_posted(verbs::QueuePair&) override {}
 };
 
-class StreamReceiverTest : public ::testing::Test {
+class StreamReceiverTest : public testing::QpWithRegion {
  protected:
   static constexpr std::size_t kPayload = 60000;  // one FPDU of a large Write
 
-  StreamReceiverTest() : memory_(2 * kPayload, 0) {
-    verbs::QpConfig c;
-    c.pd = &pd_;
-    c.send_cq = &scq_;
-    c.recv_cq = &rcq_;
-    c.caps.max_send_wr = 8;
-    c.caps.max_recv_wr = 8;
-    qp_ = std::make_unique<verbs::QueuePair>(device_, c);
-    mr_ = std::make_shared<verbs::MemoryRegion>();
-    mr_->addr = memory_.data();
-    mr_->length = memory_.size();
-    mr_->iova = reinterpret_cast<std::uintptr_t>(memory_.data());
-    mr_->access = access::kLocalWrite | access::kRemoteWrite;
-    mr_->pd = &pd_;
-    EXPECT_TRUE(device_.stags().insert(mr_));
+  StreamReceiverTest() : QpWithRegion(2 * kPayload, 0, access::kLocalWrite | access::kRemoteWrite) {
     verbs::LinkParams p;
     p.max_ulpdu = 65000;
     p.ird = 4;
@@ -116,13 +100,6 @@ class StreamReceiverTest : public ::testing::Test {
     return rx_.receive(*qp_, *rdmap_);
   }
 
-  verbs::Device device_;
-  verbs::ProtectionDomain pd_{1};
-  verbs::CompletionQueue scq_{16, nullptr, nullptr};
-  verbs::CompletionQueue rcq_{16, nullptr, nullptr};
-  Bytes memory_;
-  std::unique_ptr<verbs::QueuePair> qp_;
-  verbs::MemoryRegionRef mr_;
   NullLink link_;
   std::unique_ptr<RdmapDriver> rdmap_;
   ScriptedSocket socket_;
