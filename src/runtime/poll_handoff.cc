@@ -48,6 +48,23 @@ bool PollHandoff::claimed(Clock::time_point now) const {
   return at != 0 && steady_ns(now) - at < std::chrono::nanoseconds(handoff()).count();
 }
 
+bool PollHandoff::leave_to_poller(Clock::time_point now, std::uint64_t taken) {
+  const bool taking = taken != taken_seen_;
+  taken_seen_ = taken;
+  if (claimed(now)) return true;
+  std::int64_t held = claimed_at_ns_.load(std::memory_order_relaxed);
+  const std::int64_t t = steady_ns(now);
+  const std::int64_t last_poll = last_poll_ns_.load(std::memory_order_relaxed);
+  const std::int64_t recheck = std::chrono::nanoseconds(kRecheck).count();
+  const std::int64_t handoff_ns = std::chrono::nanoseconds(handoff()).count();
+  if (!taking || held == 0 || t - held >= handoff_ns + kRunOnWithin * recheck ||
+      last_poll == 0 || t - last_poll >= recheck) {
+    return false;
+  }
+  // A claim that release() ended meanwhile stays ended.
+  return claimed_at_ns_.compare_exchange_strong(held, t, std::memory_order_relaxed);
+}
+
 Clock::time_point PollHandoff::next_check(int checks_so_far) const {
   // Each check is a wake-up that takes the core from a poller for a moment.
   const std::int64_t at = claimed_at_ns_.load(std::memory_order_relaxed);

@@ -11,8 +11,18 @@
 // wait for a receiver at most handoff() after the application's last poll, or kRecheck after
 // the engine's previous check, even if the application stops polling for good.
 //
-// Threads: any; the state is two atomics (relaxed: a stale reading only delays a hand-over by
-// one check).
+// Only empty polls claim. An application working through a batch of completions (posting more
+// work for each, as perftest does) can go longer than handoff() between two empty polls, and an
+// engine thread that took the stream meanwhile held the QP lock that its posts then waited for,
+// so that it could not poll and claim again: the requester of 64 KiB Reads received a third of
+// their bytes on its progress thread. So a claim that lapsed runs on while its application
+// still polls: it made an empty poll within kRecheck and has taken completions from the
+// stream's CQs since the engine thread last looked (leave_to_poller). An application that
+// stops polling without arming its CQ (it waits on memory now) leaves bytes waiting up to about
+// handoff() + kRecheck after its last empty poll.
+//
+// Threads: any, but leave_to_poller (the engine thread); the shared state is two
+// atomics (relaxed: a stale reading only delays a hand-over by one check).
 #pragma once
 
 #include <atomic>
@@ -52,6 +62,15 @@ class PollHandoff {
   // An application polled within kSpinGap.
   bool spinning() const;
   bool claimed(Clock::time_point now) const;
+  // How many kRecheck periods after it lapsed a claim may still run on: an engine thread's
+  // timer on a busy machine fires late, and the look after kRecheck must still find it.
+  static constexpr int kRunOnWithin = 4;
+  // Engine thread: are the stream's bytes left to the application at `now`? While its claim
+  // holds. Once it lapsed (less than kRunOnWithin kRecheck periods ago), the claim runs on from
+  // `now` if the application made an empty poll within kRecheck and has taken completions from
+  // the stream's CQs since the engine thread last asked (`taken`: how many have left them in
+  // all). A claim released, or lapsed longer ago, leaves nothing.
+  bool leave_to_poller(Clock::time_point now, std::uint64_t taken);
   // When the engine thread should look at a claimed stream again: when the claim lapses for
   // the first check of a hand-off period, and no sooner than kRecheck from now for later ones.
   Clock::time_point next_check(int checks_so_far) const;
@@ -60,6 +79,7 @@ class PollHandoff {
   // When an application last claimed the stream (steady clock, ns; 0: none or handed back).
   std::atomic<std::int64_t> claimed_at_ns_{0};
   std::atomic<std::int64_t> last_poll_ns_{0};
+  std::uint64_t taken_seen_ = 0;  // leave_to_poller's `taken` when last asked (engine thread)
 };
 
 // The CQs of a QP (send and receive, once each) that a stream is registered with as a poll

@@ -351,7 +351,7 @@ void Stream::on_readable(std::optional<long> received) {
     if (!out.ended && out.progress) rx_.note_direct_target(*qp_, *rdmap_);
   }
   if (qp_ == nullptr) return;
-  if (handoff_.claimed(Clock::now())) {
+  if (left_to_poller_locked(Clock::now())) {
     // An application is polling this stream: leave the bytes to it, stop watching (no more
     // wake-ups for this socket) and check back once its claim may have lapsed.
     schedule_handback_locked();
@@ -364,6 +364,17 @@ void Stream::on_readable(std::optional<long> received) {
   }
 }
 
+bool Stream::left_to_poller_locked(Clock::time_point now) {
+  const verbs::QpConfig& config = qp_->config();
+  const verbs::CompletionQueue* const cqs[] = {
+      config.send_cq, config.recv_cq != config.send_cq ? config.recv_cq : nullptr};
+  std::uint64_t taken = 0;
+  for (const verbs::CompletionQueue* cq : cqs) {
+    if (cq != nullptr) taken += cq->left_total();
+  }
+  return handoff_.leave_to_poller(now, taken);
+}
+
 void Stream::schedule_handback_locked() {
   if (handback_timer_ != 0) return;
   const Clock::time_point due = handoff_.next_check(handback_checks_++);
@@ -374,7 +385,7 @@ void Stream::schedule_handback_locked() {
     MutexLock lock(self->mu_);
     self->handback_timer_ = 0;
     if (self->qp_ == nullptr || self->watching_) return;  // handed back already (CQ armed)
-    if (self->handoff_.claimed(Clock::now())) {
+    if (self->left_to_poller_locked(Clock::now())) {
       self->schedule_handback_locked();  // still polled: look again later
       return;
     }

@@ -103,6 +103,9 @@ class Stream final : public io::IoHandler,
   // Watches for readability, naming the bounce buffer for the backend to receive into unless
   // maybe_readable, a large payload is next, or an application spins on the CQ.
   void watch_locked(bool maybe_readable) REQUIRES(mu_);
+  // Engine thread: an application polls the stream, so its bytes are left to it
+  // (PollHandoff::leave_to_poller, with the completions taken from the QP's CQs).
+  bool left_to_poller_locked(Clock::time_point now) REQUIRES(mu_);
   // Engine thread, mu_ held: receive and watch again unless an application claims the stream.
   void engine_receive_locked() REQUIRES(mu_);
   // Reception waits for a receive (StreamReceiver's `waiting`): no watch until it resumes, on

@@ -87,5 +87,56 @@ TEST_F(PollHandoffTest, ReleaseEndsTheClaimAndABusyPollDoesNotRestoreIt) {
   EXPECT_FALSE(h.claimed(t0 + microseconds(3)));
 }
 
+// The engine thread's view (leave_to_poller): `taken` counts the completions that have left the
+// stream's CQs, as the engine reads them at each look.
+TEST_F(PollHandoffTest, WhileTheClaimHoldsTheBytesAreLeftToThePoller) {
+  claim_at(t0);
+  EXPECT_TRUE(h.leave_to_poller(t0 + microseconds(2), 0));
+  EXPECT_EQ(h.next_check(0), t0 + microseconds(1) + handoff);  // first look: when it lapses
+}
+
+// perftest's ib_read_bw: after a poll that received many responses, the application takes their
+// completions and posts more Reads for longer than the hand-off before it polls an empty CQ again.
+TEST_F(PollHandoffTest, AnApplicationTakingCompletionsKeepsItsClaimRunning) {
+  claim_at(t0);
+  ASSERT_TRUE(h.leave_to_poller(t0 + microseconds(2), 100));
+  const Clock::time_point lapsed = t0 + microseconds(1) + handoff;
+  EXPECT_FALSE(h.claimed(lapsed));
+  EXPECT_TRUE(h.leave_to_poller(lapsed, 116));  // 16 taken since the engine thread last looked
+  EXPECT_TRUE(h.claimed(lapsed + handoff - microseconds(1)));  // it runs on from that look
+  // Nothing taken since: the application is elsewhere, the engine thread receives.
+  EXPECT_FALSE(h.leave_to_poller(lapsed + handoff, 116));
+}
+
+TEST_F(PollHandoffTest, AClaimRunsOnOnlyWhileItsApplicationStillPollsAnEmptyCq) {
+  claim_at(t0);
+  ASSERT_TRUE(h.leave_to_poller(t0 + microseconds(2), 0));
+  // Completions were taken, but the last empty poll is kRecheck old.
+  EXPECT_FALSE(h.leave_to_poller(t0 + microseconds(1) + PollHandoff::kRecheck, 5));
+}
+
+// ib_write_lat takes one completion per round trip and waits on memory for the peer's Write,
+// with an empty poll now and then: taking completions must not keep its bytes from the engine
+// thread, whether it never claimed or claimed long ago.
+TEST_F(PollHandoffTest, TakingCompletionsWithoutAClaimLeavesNothing) {
+  h.polled(true, t0);  // one empty poll: no claim
+  EXPECT_FALSE(h.leave_to_poller(t0 + microseconds(5), 1));
+  EXPECT_FALSE(h.leave_to_poller(t0 + microseconds(10), 2));
+}
+
+TEST_F(PollHandoffTest, TakingCompletionsDoesNotReviveAClaimThatLapsedLongAgo) {
+  claim_at(t0);
+  const Clock::time_point later = t0 + PollHandoff::kRecheck * (PollHandoff::kRunOnWithin + 1);
+  h.polled(true, later);  // an empty poll, long after: no claim of its own
+  EXPECT_FALSE(h.leave_to_poller(later + microseconds(5), 1));
+}
+
+TEST_F(PollHandoffTest, AReleasedClaimLeavesNothingWhateverIsTaken) {
+  claim_at(t0);
+  ASSERT_TRUE(h.leave_to_poller(t0 + microseconds(2), 0));
+  h.release();  // the application armed the CQ
+  EXPECT_FALSE(h.leave_to_poller(t0 + microseconds(3), 5));
+}
+
 }  // namespace
 }  // namespace uwarp::runtime
