@@ -90,4 +90,12 @@ void PollSourceRegistration::remove(verbs::CqPollSource* source) {
   verbs::process_poll_sources().remove(source);
 }
 
+std::uint64_t PollSourceRegistration::completions_taken() const {
+  std::uint64_t taken = 0;
+  for (const verbs::CompletionQueue* cq : cqs_) {
+    if (cq != nullptr) taken += cq->left_total();
+  }
+  return taken;
+}
+
 }  // namespace uwarp::runtime

@@ -90,6 +90,9 @@ class PollSourceRegistration {
  public:
   void add(const verbs::QpConfig& config, const std::shared_ptr<verbs::CqPollSource>& source);
   void remove(verbs::CqPollSource* source);
+  // How many completions have left the registered CQs in all (CompletionQueue::left_total, each
+  // CQ once): PollHandoff::leave_to_poller's `taken`.
+  std::uint64_t completions_taken() const;
 
  private:
   verbs::CompletionQueue* cqs_[2] = {nullptr, nullptr};

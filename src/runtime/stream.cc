@@ -365,14 +365,7 @@ void Stream::on_readable(std::optional<long> received) {
 }
 
 bool Stream::left_to_poller_locked(Clock::time_point now) {
-  const verbs::QpConfig& config = qp_->config();
-  const verbs::CompletionQueue* const cqs[] = {
-      config.send_cq, config.recv_cq != config.send_cq ? config.recv_cq : nullptr};
-  std::uint64_t taken = 0;
-  for (const verbs::CompletionQueue* cq : cqs) {
-    if (cq != nullptr) taken += cq->left_total();
-  }
-  return handoff_.leave_to_poller(now, taken);
+  return handoff_.leave_to_poller(now, poll_sources_.completions_taken());
 }
 
 void Stream::schedule_handback_locked() {

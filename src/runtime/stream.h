@@ -104,7 +104,8 @@ class Stream final : public io::IoHandler,
   // maybe_readable, a large payload is next, or an application spins on the CQ.
   void watch_locked(bool maybe_readable) REQUIRES(mu_);
   // Engine thread: an application polls the stream, so its bytes are left to it
-  // (PollHandoff::leave_to_poller, with the completions taken from the QP's CQs).
+  // (PollHandoff::leave_to_poller, with the completions taken from the QP's CQs, which
+  // poll_sources_ names once each).
   bool left_to_poller_locked(Clock::time_point now) REQUIRES(mu_);
   // Engine thread, mu_ held: receive and watch again unless an application claims the stream.
   void engine_receive_locked() REQUIRES(mu_);
