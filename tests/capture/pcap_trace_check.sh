@@ -44,7 +44,7 @@ decode() {
 rdmap_totals() {
   local fields="$work/$1.fields.txt"
   [ -f "$fields" ] ||
-    tshark --disable-heuristic rpcrdma_iwarp -r "$work/$1.pcap" -Y iwarp_rdma -T fields \
+    tshark --disable-heuristic rpcrdma_iwarp --disable-protocol enip -r "$work/$1.pcap" -Y iwarp_rdma -T fields \
       -E occurrence=a -E aggregator=' ' -e iwarp_rdma.opcode -e iwarp_ddp.last_flag \
       -e iwarp_mpa.ulpdulength -e iwarp_ddp.tagged_flag >"$fields" 2>/dev/null
   awk -F'\t' -v want="$2" '
@@ -74,7 +74,7 @@ expect_messages() {
 # it): "PORTS LENGTH OPCODES ULPDU-LENGTHS LAST-FLAGS TSHARK'S-NOTES". Two ends' files of one run
 # list the same lines when each cut the stream as the other did.
 segments() {
-  tshark --disable-heuristic rpcrdma_iwarp -r "$work/$1.pcap" -Y 'tcp.len > 0' -T fields \
+  tshark --disable-heuristic rpcrdma_iwarp --disable-protocol enip -r "$work/$1.pcap" -Y 'tcp.len > 0' -T fields \
     -E occurrence=a -E aggregator=' ' -e tcp.srcport -e tcp.dstport -e tcp.len \
     -e iwarp_rdma.opcode -e iwarp_mpa.ulpdulength -e iwarp_ddp.last_flag -e _ws.expert.message \
     2>/dev/null | awk -F'\t' '{ print $1 ">" $2 "\t" $0 }' | cut -f1,4- | sort -s -t$'\t' -k1,1

@@ -310,8 +310,8 @@ check_capture() {
   dropped=$(sed -n "s|^capture /share/$name.pcap: \([0-9]*\) packets dropped by kernel.*|\1|p" "$log" | tail -1)
   [ "$dropped" = 0 ] || problems+=("capture dropped ${dropped:-?} packets")
   local decode="$work/$name.decode.txt" list="$work/$name.list.txt"
-  tshark --disable-heuristic rpcrdma_iwarp -r "$pcap" -O iwarp_mpa,iwarp_ddp_rdmap >"$decode" 2>&1
-  tshark --disable-heuristic rpcrdma_iwarp -r "$pcap" >"$list" 2>&1
+  tshark --disable-heuristic rpcrdma_iwarp --disable-protocol enip -r "$pcap" -O iwarp_mpa,iwarp_ddp_rdmap >"$decode" 2>&1
+  tshark --disable-heuristic rpcrdma_iwarp --disable-protocol enip -r "$pcap" >"$list" 2>&1
   local sent="" answers="" f
   if [ -n "$inj" ]; then
     sent=" $(injected_frames "$pcap" "$inj" sent | tr '\n' ' ') "
@@ -354,7 +354,7 @@ check_capture() {
 # terminates NAME: "SRCPORT CONTROLWORD" for every Terminate in NAME.pcap (the 32-bit word after
 # the 18-byte untagged header: 4147, reserved 0, QN 2, MSN, MO).
 terminates() {
-  tshark --disable-heuristic rpcrdma_iwarp -r "$share/$1.pcap" -Y "iwarp_rdma.opcode==7" \
+  tshark --disable-heuristic rpcrdma_iwarp --disable-protocol enip -r "$share/$1.pcap" -Y "iwarp_rdma.opcode==7" \
     -T fields -e tcp.srcport -e tcp.payload 2>/dev/null |
     grep -oE '^[0-9]+|41470000000000000002[0-9a-f]{24}' | paste - - | awk '{print $1, substr($2, 37, 8)}'
 }
@@ -375,7 +375,7 @@ opcodes() {
 # opcode_sequence NAME: the RDMAP opcodes in NAME.pcap in wire order, one per line (a frame may
 # carry several FPDUs: slirp joins segments, and tshark's one-line summary names the last).
 opcode_sequence() {
-  tshark --disable-heuristic rpcrdma_iwarp -r "$share/$1.pcap" -T fields -e iwarp_rdma.opcode 2>/dev/null |
+  tshark --disable-heuristic rpcrdma_iwarp --disable-protocol enip -r "$share/$1.pcap" -T fields -e iwarp_rdma.opcode 2>/dev/null |
     tr ',' '\n' | grep .
 }
 
@@ -402,13 +402,13 @@ evidence() {
   local pcap="$share/$cap.pcap" f
   [ -n "$cap" ] && [ -s "$pcap" ] || { echo "  evidence: no capture" >&2; return 0; }
   if [ "$have_tshark" = 1 ]; then
-    tshark --disable-heuristic rpcrdma_iwarp -r "$pcap" 2>&1 | head -200 | sed 's/^/  frames: /' >&2
+    tshark --disable-heuristic rpcrdma_iwarp --disable-protocol enip -r "$pcap" 2>&1 | head -200 | sed 's/^/  frames: /' >&2
     local flagged
-    flagged=$({ tshark --disable-heuristic rpcrdma_iwarp -r "$pcap" -Y "_ws.malformed || _ws.expert.severity >= warning" \
+    flagged=$({ tshark --disable-heuristic rpcrdma_iwarp --disable-protocol enip -r "$pcap" -Y "_ws.malformed || _ws.expert.severity >= warning" \
                   -T fields -e frame.number 2>/dev/null
                 [ -s "$work/$cap.decode.txt" ] && frames_with "$work/$cap.decode.txt" "Bad CRC"; } | sort -nu | head -5)
     for f in $flagged; do
-      tshark --disable-heuristic rpcrdma_iwarp -r "$pcap" -Y "frame.number == $f" -O iwarp_mpa,iwarp_ddp_rdmap -x \
+      tshark --disable-heuristic rpcrdma_iwarp --disable-protocol enip -r "$pcap" -Y "frame.number == $f" -O iwarp_mpa,iwarp_ddp_rdmap -x \
         2>&1 | head -120 | sed "s/^/  frame $f: /" >&2
     done
     # Every FPDU's CRC recomputed, per side, and what a wrong one covered (fpdu_crc.py).
